@@ -1,0 +1,56 @@
+# scholarqa — two commands a newcomer needs: `make reproduce` and `make test`. Each does its own set-up.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SCHOLARQA_DATA ?= $(abspath ../shared/data)
+export SCHOLARQA_DATA
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: setup test reproduce reproduce-full check-sync import-check nbdev-test pytest readme clean-venv
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0          # CPU build on local disk: must come first
+	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (scholarqa)" >/dev/null
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+## the test command (README): sync checks, every module importable alone, notebook tests, integration tests
+test: setup check-sync import-check nbdev-test pytest
+
+check-sync: setup
+	$(PY) tools/check_sync.py
+
+import-check: setup
+	@for f in scholarqa/*.py; do m=$$(basename $$f .py); [ "$$m" = "_modidx" ] && continue; \
+	  $(PY) -c "import scholarqa.$$m" || { echo "module scholarqa.$$m does not import on its own"; exit 1; }; done; \
+	  echo "every module imports on its own"
+
+nbdev-test: setup
+	$(BIN)/nbdev-test --n-workers 2 --timing
+
+pytest: setup
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+## the main job: every notebook through papermill with its CI parameters on the demo corpus → outputs/
+reproduce: setup
+	$(PY) tools/run_notebooks.py --params ci
+
+## the same on the real data in $(SCHOLARQA_DATA)
+reproduce-full: setup
+	$(PY) tools/run_notebooks.py --params full
+
+readme: setup
+	$(PY) tools/make_readme.py
+
+clean-venv:
+	rm -rf $(VENV)

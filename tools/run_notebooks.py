@@ -1,0 +1,29 @@
+"""Run every method notebook through papermill with params/<notebook>.<kind>.yaml (kind: ci or full).
+
+Executed copies go to outputs/runs/ (git-ignored); the notebooks themselves write their tables, figures and run records
+to outputs/<notebook>/. A notebook without a parameter file for this kind is an error, not a silent skip."""
+import argparse, subprocess, sys, time
+from pathlib import Path
+
+root = Path(__file__).resolve().parents[1]
+ap = argparse.ArgumentParser()
+ap.add_argument('--params', choices=['ci', 'full'], default='ci')
+ap.add_argument('notebooks', nargs='*', help='notebook stems to run (default: all numbered notebooks)')
+args = ap.parse_args()
+
+nbs = sorted(p for p in (root / 'nbs').glob('[0-9][0-9]_*.ipynb') if not args.notebooks or p.stem in args.notebooks)
+runs = root / 'outputs' / 'runs'
+runs.mkdir(parents=True, exist_ok=True)
+failed = []
+for nb in nbs:
+    params = root / 'params' / f'{nb.stem}.{args.params}.yaml'
+    if not params.exists():
+        print(f'{nb.name}: missing {params.relative_to(root)}', file=sys.stderr); failed.append(nb.name); continue
+    t0 = time.time()
+    cmd = [str(Path(sys.executable).parent / 'papermill'), str(nb), str(runs / f'{nb.stem}.{args.params}.ipynb'),
+           '-f', str(params), '--cwd', str(root / 'nbs'), '-k', 'python3', '--no-progress-bar']
+    r = subprocess.run(cmd)
+    print(f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s', flush=True)
+    if r.returncode: failed.append(nb.name)
+if failed: sys.exit(f'failed: {", ".join(failed)}')
+print(f'{len(nbs)} notebooks ran; outputs in outputs/')
