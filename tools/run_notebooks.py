@@ -11,7 +11,7 @@ ap.add_argument('--params', choices=['ci', 'full'], default='ci')
 ap.add_argument('notebooks', nargs='*', help='notebook stems to run (default: all numbered notebooks)')
 args = ap.parse_args()
 
-nbs = sorted(p for p in (root / 'nbs').glob('[0-9][0-9]_*.ipynb') if not args.notebooks or p.stem in args.notebooks)
+nbs = sorted(p for p in (root / 'nbs').glob('[0-9][0-9]*.ipynb') if not args.notebooks or p.stem in args.notebooks)
 runs = root / 'outputs' / 'runs'
 runs.mkdir(parents=True, exist_ok=True)
 failed = []
