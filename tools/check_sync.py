@@ -1,6 +1,7 @@
-"""CI check: notebooks are clean, modules match their notebooks, README matches nbs/index.ipynb.
+"""CI check: notebooks are clean, modules match their notebooks, README matches nbs/index.ipynb, the packaged ontology
+matches the one defined in nbs/01_kg.ipynb.
 
-Runs nbdev-clean, nbdev-export and tools/make_readme.py, and fails (listing the files) if any of them changed a file.
+Runs nbdev-clean, nbdev-export, tools/make_readme.py and writes scholarqa/ontology.ttl, and fails (listing the files) if any of them changed a file.
 The files are left in their regenerated state, so a developer only has to review and commit them."""
 import hashlib, subprocess, sys
 from pathlib import Path
@@ -9,11 +10,14 @@ root = Path(__file__).resolve().parents[1]
 bin_dir = Path(sys.executable).parent
 
 def snapshot():
-    files = list((root / 'nbs').glob('*.ipynb')) + list((root / 'scholarqa').glob('*.py')) + [root / 'README.md']
+    files = (list((root / 'nbs').glob('*.ipynb')) + list((root / 'scholarqa').glob('*.py')) + list((root / 'scholarqa').glob('*.ttl'))
+             + [root / 'README.md'])
     return {f.relative_to(root).as_posix(): hashlib.blake2b(f.read_bytes()).hexdigest() for f in files if f.exists()}
 
 before = snapshot()
-for cmd in ([str(bin_dir / 'nbdev-clean')], [str(bin_dir / 'nbdev-export')], [sys.executable, str(root / 'tools' / 'make_readme.py')]):
+write_onto = "from scholarqa.kg import write_ontology; write_ontology('scholarqa/ontology.ttl')"
+for cmd in ([str(bin_dir / 'nbdev-clean')], [str(bin_dir / 'nbdev-export')], [sys.executable, str(root / 'tools' / 'make_readme.py')],
+            [sys.executable, '-c', write_onto]):
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     if r.returncode: sys.exit(f'{" ".join(cmd)} failed:\n{r.stdout}\n{r.stderr}')
 after = snapshot()
