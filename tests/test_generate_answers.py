@@ -1,0 +1,172 @@
+"""Integration tests of scholarqa.generate's answer side: citation checks, the extractive backend, `scholarqa ask`, metrics and the judge."""
+import importlib.util, json, math, subprocess, sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from scholarqa.generate import (INSUFFICIENT_CONTEXT, Backend, BackendError, Completion, ExtractiveGenerator, Generator, LexicalEncoder,
+                                check_citations, distinct_n, judge, load_minilm, parse_yesno, rouge_l, semantic_similarity, token_f1,
+                                BACKENDS, make_backend)
+from scholarqa.ingest import iter_paragraphs, section_trail
+from scholarqa.datasets import demo_dir, load_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, '-c', 'from scholarqa.ingest import cli_main; cli_main()']
+HAS_INDEX = importlib.util.find_spec('scholarqa.index') is not None
+
+
+def scholarqa(*args, timeout=900):
+    return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def hit(text, pid, section, para, titles=('Results',), source_id=''):
+    "A retrieved passage with the fields of scholarqa.index.Chunk/Hit that generation reads."
+    label = f'Paper-{pid}-Section-{section}-Paragraph-{para}'
+    chunk = SimpleNamespace(id=label, text=text, paper_id=pid, section_path=section, section_titles=list(titles),
+                            paragraph_start=para, paragraph_end=para, source_id=source_id, label=label)
+    return SimpleNamespace(chunk=chunk, score=1.0, retriever='test')
+
+
+HITS = [hit('Statin therapy reduced the rate of major cardiac events by 24% over five years. The effect was larger in diabetic '
+            'patients.', 'a1b2', '2', 3, source_id='pmid:1'),
+        hit('Adverse events were rare; muscle pain was reported by 4% of patients in both arms.', 'c3d4', '3.1', 0,
+            titles=('Results', 'Safety'), source_id='pmid:2')]
+
+
+@pytest.fixture(scope='module')
+def minilm():
+    return load_minilm()
+
+
+def test_invented_label_is_flagged_and_never_cited():
+    text = ('Statins reduced major cardiac events by 24% [Paper-a1b2-Section-2-Paragraph-3]. '
+            'Muscle pain affected 4% of patients [Paper-c3d4-Section-3.1-Paragraph-7].')
+    cits, uns, inv = check_citations(text, HITS)
+    assert inv == ['Paper-c3d4-Section-3.1-Paragraph-7']
+    assert cits == [{'label': 'Paper-a1b2-Section-2-Paragraph-3', 'paper_id': 'a1b2', 'source_id': 'pmid:1', 'section': '2',
+                     'paragraph': 3}]
+
+
+def test_unsupported_sentence_is_flagged_with_minilm(minilm):
+    text = ('Statin therapy lowered major cardiac events by about a quarter [Paper-a1b2-Section-2-Paragraph-3]. '
+            'The trial was funded by a volcano observatory in Iceland [Paper-c3d4-Section-3.1-Paragraph-0].')
+    cits, uns, inv = check_citations(text, HITS, encoder=minilm)
+    assert inv == [] and len(cits) == 2
+    assert [u['sentence'] for u in uns] == ['The trial was funded by a volcano observatory in Iceland.']
+    assert uns[0]['score'] < 0.5
+
+
+def test_abstention_is_not_unsupported(minilm):
+    assert check_citations(INSUFFICIENT_CONTEXT, HITS, encoder=minilm) == ([], [], [])
+
+
+def demo_hits():
+    ds = load_dataset('demo')
+    out = []
+    for p in ds.papers:
+        for sec, para in iter_paragraphs(p):
+            out.append(hit(para.text, p.id, sec.path, para.index, titles=section_trail(p, sec)))
+    return out
+
+
+def test_extractive_cites_only_retrieved_labels(minilm):
+    hits = [h for h in demo_hits() if 'chunk' in h.chunk.text.lower()][:5]
+    assert len(hits) == 5
+    gen = ExtractiveGenerator(minilm, k=5, n_sentences=3)
+    a = gen.answer('How does discourse-aware chunking place passage boundaries?', hits)
+    labels = {h.chunk.label for h in hits}
+    assert a.invented == [] and a.citations and {c['label'] for c in a.citations} <= labels
+    sentences = [s for s in a.text.split('] ') if s]
+    assert len(sentences) == 3 and all('[Paper-' in s for s in sentences)
+    assert gen.answer('How does discourse-aware chunking place passage boundaries?', hits).text == a.text   # deterministic
+    assert 'extractive' in BACKENDS
+
+
+def test_generator_with_extractive_backend(minilm):
+    hits = demo_hits()[:5]
+    a = Generator(make_backend('extractive', encoder=minilm), k=5, encoder=minilm).answer('What does the paper propose?', hits)
+    assert a.backend == 'extractive' and a.invented == [] and a.citations
+    assert {c['label'] for c in a.citations} <= {h.chunk.label for h in hits}
+
+
+class FixedBackend(Backend):
+    "A fake model that returns scripted replies, for the judge."
+    name, model_id = 'fixed', 'fixed-judge-v1'
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+
+    def _call(self, kind, prompt, params, schema=None):
+        return Completion(self.replies.pop(0), self.name, self.model_id, 5, 5, 0.01)
+
+
+def test_judge_mean_sd_and_model_named():
+    replies = ['{"Relevance": 5, "Accuracy": 4, "Completeness": 3, "Readability": 2}',
+               '{"Relevance": 3, "Accuracy": 4, "Completeness": 3, "Readability": 4}']
+    df = judge('Do statins help?', 'Yes.', 'They reduce events.', FixedBackend(replies), n=2).set_index('criterion')
+    assert list(df.index) == ['Relevance', 'Accuracy', 'Completeness', 'Readability']
+    assert df.loc['Relevance', 'mean'] == 4.0 and math.isclose(df.loc['Relevance', 'sd'], math.sqrt(2), abs_tol=1e-4)
+    assert df.loc['Readability', 'mean'] == 3.0 and df.loc['Accuracy', 'sd'] == 0.0
+    assert (df.judge_model == 'fixed-judge-v1').all() and (df.n_missing == 0).all()
+
+
+def test_malformed_judgement_is_missing_not_nan():
+    df = judge('q', 'a', None, FixedBackend(['I think it is good', 'really good', '{"Relevance": 4}', '{"Relevance": 4}']),
+               n=2, retries=1).set_index('criterion')
+    assert (df.n_missing == 2).all() and (df.n_scored == 0).all()
+    assert (df.mean_sd == 'missing').all()
+    assert all('BackendError' in r for r in df.missing_reason)
+    assert df.judge_model.iloc[0] == 'fixed-judge-v1'
+
+
+def test_metrics_hand_cases(minilm):
+    assert math.isclose(token_f1('The cat sat on the mat', 'a cat sat'), 2 / 3)
+    assert token_f1('', '') == 1.0 and token_f1('x', '') == 0.0
+    assert rouge_l('police kill the gunman', 'police killed the gunman') == 0.75
+    assert distinct_n('the cat the cat', 1) == 0.5 and math.isclose(distinct_n(['the cat', 'the cat'], 2), 0.5)
+    same = semantic_similarity('Statins reduce heart attacks.', 'Statins lower the risk of myocardial infarction.', minilm)
+    other = semantic_similarity('Statins reduce heart attacks.', 'The lace plant forms holes in its leaves.', minilm)
+    assert same > 0.5 > other
+    assert math.isclose(semantic_similarity('a b c', 'a b c', LexicalEncoder()), 1.0, rel_tol=1e-5)
+
+
+def test_parse_yesno():
+    assert [parse_yesno(t) for t in ['Yes', 'no.', 'Answer: maybe', 'I cannot tell', '']] == ['yes', 'no', 'maybe', None, None]
+
+
+@pytest.fixture(scope='module')
+def demo_index(tmp_path_factory):
+    if not HAS_INDEX: pytest.skip('scholarqa.index is not exported yet')
+    d = tmp_path_factory.mktemp('ask')
+    r = scholarqa('ingest', demo_dir(), '--out', d / 'corpus', '--json')
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = scholarqa('index', d / 'corpus', '--out', d / 'index', '--json')
+    assert r.returncode == 0, r.stderr[-2000:]
+    return d / 'index'
+
+
+def test_ask_extractive_json_on_demo(demo_index):
+    q = 'How does discourse-aware semantic chunking decide where to split passages?'
+    r = scholarqa('ask', demo_index, q, '--generator', 'extractive', '-k', '4', '--json')
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    assert out['backend'] == 'extractive' and out['model'] and out['answer']
+    hit_labels = [h['label'] for h in out['hits']]
+    assert len(out['hits']) == 4 and out['citations']
+    for c in out['citations']:
+        assert set(c) == {'label', 'paper_id', 'source_id', 'section', 'paragraph'} and c['label'] in hit_labels
+    assert out['invented'] == []
+    s = scholarqa('search', demo_index, q, '-k', '4', '--json')
+    assert s.returncode == 0, s.stderr[-2000:]
+    search_hits = json.loads(s.stdout)
+    assert [set(h) for h in out['hits']] == [set(h) for h in search_hits]
+    assert [h['label'] for h in search_hits] == hit_labels          # same retriever, same passages
+
+
+def test_ask_unreachable_openai_fails_loudly(demo_index):
+    r = scholarqa('ask', demo_index, 'What is DASC?', '--generator', 'openai', '--base-url', 'http://127.0.0.1:9', '--model', 'm', '--json',
+                  timeout=300)
+    assert r.returncode != 0
+    assert 'http://127.0.0.1:9' in r.stderr
+    assert r.stdout.strip() == ''          # no answer from some other backend
