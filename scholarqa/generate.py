@@ -1031,7 +1031,7 @@ def _ask_cmd(args) -> int:
     print(f'  ({ans.backend}: {ans.model})')
     return 0
 
-# %% ../nbs/03_generate.ipynb #c766a9d8
+# %% ../nbs/03_generate.ipynb #9265acb9
 _ANS_YN = re.compile(r'\b(yes|no|maybe)\b')
 _ANS_NEGATED = re.compile(r'\b(no (?:significant|difference|association|effect|evidence|benefit|improvement|correlation|change|relationship)'
                           r'|not (?:significant(?:ly)?|associated|related|correlated|different|improve[ds]?|predict(?:ive)?|effective)'
