@@ -222,13 +222,11 @@ def test_questions_do_not_copy_their_paragraphs(questions):
 
 # ---------------------------------------------------------------- the acceptance check, through the index folder
 
-def test_unarxive_index_folder_hybrid_hit5_on_heldout(tmp_path):
+def test_unarxive_index_folder_hybrid_hit5_on_heldout(unarxive_index):
     "What `scholarqa index` + `scholarqa search --retriever hybrid` do, on the held-out single-paragraph questions."
-    from scholarqa.index import build_index
-    ux = _load('unarxive')
+    store, ux = unarxive_index                                      # tests/conftest.py: build_index with the CLI's defaults
     qs = load_eval_questions(QUESTIONS, kind='single', split='heldout')
     qrels = question_qrels(qs, ux.papers)
-    store = build_index(ux.papers, tmp_path / 'index')              # the CLI's defaults: paragraph chunks, MiniLM
     assert store.meta['chunker'] == 'paragraph' and store.meta['chunker_opts'] == {'context_header': True}
     runs = {name: {q['id']: [h.chunk.id for h in store.retriever(name).retrieve(q['question'], 5)] for q in qs}
             for name in ('hybrid', 'rrf')}
