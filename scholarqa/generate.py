@@ -18,7 +18,7 @@ from .ingest import atomic_write_json
 # %% auto #0
 __all__ = ['SMOLLM2_GGUF', 'OPENAI_DEFAULT_URL', 'BACKENDS', 'CACHE_MODES', 'INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET',
            'SUPPORT_THRESHOLDS', 'JUDGE_CRITERIA', 'JUDGE_SCHEMA', 'GENERATOR_CHOICES', 'ASK_METHODS', 'Message',
-           'GenParams', 'Completion', 'BackendError', 'as_messages', 'parse_json_object', 'Backend',
+           'GenParams', 'Completion', 'BackendError', 'JSONOutputError', 'as_messages', 'parse_json_object', 'Backend',
            'default_gguf_path', 'gguf_model_id', 'LlamaCppBackend', 'TransformersBackend', 'OpenAIBackend',
            'openai_reply', 'OpenAIStub', 'make_backend', 'CacheMiss', 'cache_mode_from_env', 'cache_key',
            'CachedBackend', 'Ledger', 'backend_speed', 'Answer', 'hit_label', 'truncate_tokens', 'build_context',
@@ -59,6 +59,9 @@ class Completion:
 
 class BackendError(RuntimeError):
     "A backend cannot serve a call; the message names the backend, the model and the setting to fix."
+
+class JSONOutputError(BackendError):
+    "The backend answered, but no reply was JSON valid against the schema within the retries (the model's fault, not the set-up's)."
 
 def as_messages(messages) -> list[Message]:
     "Accept `Message`s, `{'role','content'}` dicts or a bare string (one user turn)."
@@ -118,7 +121,7 @@ class Backend:
         return self._run('complete', str(prompt), params)
 
     def json(self, messages, schema: dict, params: GenParams = GenParams(), retries: int = 2) -> tuple[Any, Completion]:
-        "A JSON value valid against `schema`, with the completion that produced it; BackendError after `retries` failed retries."
+        "A JSON value valid against `schema`, with the completion that produced it; JSONOutputError after `retries` failed retries."
         convo = _gen_with_instruction(as_messages(messages), _gen_json_instruction(schema))
         errors = []
         for attempt in range(retries + 1):
@@ -131,7 +134,7 @@ class Backend:
             errors.append(err)
             convo = convo + [Message('assistant', c.text),
                              Message('user', f'That reply is not valid: {err}. Reply with the corrected JSON object only.')]
-        raise BackendError(f'{self.name} backend: model {self.model_id!r} gave no JSON valid against the schema in {retries + 1} '
+        raise JSONOutputError(f'{self.name} backend: model {self.model_id!r} gave no JSON valid against the schema in {retries + 1} '
                            f'attempts (last error: {errors[-1]}); raise retries/max_tokens or use a larger model')
 
     def __repr__(self): return f'{type(self).__name__}(name={self.name!r}, model={self.model_id!r})'
@@ -805,7 +808,7 @@ def judge(question: str, answer: str, reference: str | None = None, backend=None
         try:
             obj, comp = backend.json(judge_prompt(question, answer, reference), JUDGE_SCHEMA, replace(params, seed=params.seed + i), retries)
             model = comp.model or model
-        except (BackendError, ValueError, TypeError) as e:
+        except JSONOutputError as e:     # the judge's reply: counted; a backend that cannot serve raises
             for c in JUDGE_CRITERIA: reasons[c].append(f'run {i}: {type(e).__name__}: {e}'[:300])
             continue
         for c in JUDGE_CRITERIA:

@@ -25,10 +25,10 @@ from .datasets import load_dataset, dataset_files, find_data_dir, DatasetUnavail
 __all__ = ['BASE', 'SQA', 'DOCO', 'DEO', 'FABIO', 'CITO', 'C4O', 'BIRO', 'PO', 'KG_PREFIXES', 'SPARQL_PREFIXES', 'KG_VERSION',
            'ENTITIES_GRAPH', 'SCHOLARLY_GRAPH', 'ONTOLOGY_TTL', 'KG_TYPES', 'RDF_FORMATS', 'ENTITY_TYPES',
            'ENTITY_TYPE_DEFINITIONS', 'ENTITY_TYPE_SYNONYMS', 'SPACY_LABEL_TYPES', 'KNOWN_TASKS', 'KNOWN_METRICS',
-           'ENTITY_PROMPT', 'TYPE_PRIORITY', 'GRAPH_RELATIONS', 'GRAPH_NODE_TYPES', 'paper_iri', 'section_iri',
-           'paragraph_iri', 'sentence_iri', 'float_iri', 'reference_iri', 'entity_iri', 'person_iri', 'venue_iri',
-           'org_iri', 'graph_iri', 'source_iri', 'pid_of_graph', 'pid_of_iri', 'person_id', 'venue_id', 'org_id',
-           'load_ontology', 'write_ontology', 'bind_prefixes', 'paper_class', 'paper_triples', 'paper_to_rdf',
+           'ENTITY_PROMPT', 'ENTITY_JSON_SCHEMA', 'TYPE_PRIORITY', 'GRAPH_RELATIONS', 'GRAPH_NODE_TYPES', 'paper_iri',
+           'section_iri', 'paragraph_iri', 'sentence_iri', 'float_iri', 'reference_iri', 'entity_iri', 'person_iri',
+           'venue_iri', 'org_iri', 'graph_iri', 'source_iri', 'pid_of_graph', 'pid_of_iri', 'person_id', 'venue_id',
+           'org_id', 'load_ontology', 'write_ontology', 'bind_prefixes', 'paper_class', 'paper_triples', 'paper_to_rdf',
            'new_dataset', 'union_view', 'add_paper', 'paper_graphs', 'corpus_to_dataset', 'type_counts',
            'corpus_counts', 'rdf_format', 'save_dataset', 'load_kg', 'paper_turtle', 'graphs_isomorphic',
            'remove_paper', 'replace_paper', 'triples_naming', 'sync_with_manifest', 'entity_class', 'extractor_iri',
@@ -1151,28 +1151,58 @@ def parse_entity_json(answer: str) -> list[dict]:
     except json.JSONDecodeError: return []
     return [x for x in items if isinstance(x, dict) and isinstance(x.get('text'), str) and x.get('type')]
 
+ENTITY_JSON_SCHEMA = {'type': 'object', 'required': ['entities'], 'properties': {'entities': {
+    'type': 'array', 'maxItems': 8, 'items': {'type': 'object', 'required': ['text', 'type'], 'properties': {
+        'text': {'type': 'string', 'minLength': 1, 'maxLength': 60}, 'type': {'type': 'string', 'enum': list(ENTITY_TYPES)}}}}}}
+
 class LLMExtractor(EntityExtractor):
     "Entities from any `complete(prompt) -> str` returning JSON [{'text','type'}]; types validated, spans located in the text."
-    def __init__(self, complete,                     # callable prompt -> answer text (a backend of 03_generate)
+    def __init__(self, complete,                     # callable prompt -> answer text
                  model: str = 'unknown',             # recorded as extractor 'llm:<model>'
-                 prompt: str = ENTITY_PROMPT, max_paragraphs: int | None = None):
-        self.complete, self.prompt, self.max_paragraphs = complete, prompt, max_paragraphs
+                 prompt: str = ENTITY_PROMPT, max_paragraphs: int | None = None,
+                 only: set | None = None):           # {(paper id, section path, paragraph index)} to read; None: all
+        self.complete, self.prompt, self.max_paragraphs, self.only = complete, prompt, max_paragraphs, only
         self.name = f'llm:{model}'
+        self.stats = Counter()       # calls, items returned, bad_type, not_in_text, failed_calls
+        self.returned = Counter()    # (text, type) -> how often the model returned it: shows a model parroting its prompt
+
+    @classmethod
+    def from_backend(cls, backend,                   # a 03_generate backend (anything with its `json()`)
+                     max_tokens: int = 320, retries: int = 0, **kw) -> 'LLMExtractor':
+        "An LLMExtractor on a backend's schema-constrained `json()` (ENTITY_JSON_SCHEMA): a reply that never validates is counted in `stats['failed_calls']` and read as no entities; a backend that cannot serve raises."
+        from scholarqa.generate import GenParams, JSONOutputError
+        ex = cls(None, model=backend.model_id, **kw)
+        def complete(prompt: str) -> str:
+            try: obj, _ = backend.json(prompt, ENTITY_JSON_SCHEMA, GenParams(max_tokens=max_tokens), retries=retries)
+            except JSONOutputError:
+                ex.stats['failed_calls'] += 1; return '[]'
+            return json.dumps(obj['entities'])
+        ex.complete = complete
+        return ex
+
+    def paragraphs(self, paper):
+        ps = super().paragraphs(paper)
+        return ps if self.only is None else [(s, p) for s, p in ps if (paper.id, s.path, p.index) in self.only]
 
     def extract(self, paper) -> list:
         defs = '\n'.join(f'- {t}: {d}' for t, d in ENTITY_TYPE_DEFINITIONS.items())
         out = []
         for section, para in self.paragraphs(paper)[:self.max_paragraphs]:
             seen = set()
+            self.stats['calls'] += 1
             for item in parse_entity_json(self.complete(self.prompt.format(definitions=defs, text=para.text))):
+                self.stats['items'] += 1; self.returned[(item['text'], str(item['type']))] += 1
                 t = canonical_entity_type(item['type'])
-                if t is None: continue
+                if t is None:
+                    self.stats['bad_type'] += 1; continue
                 spans = _ent_find_label(para.text, item['text'].strip()) or [
                     (m.start(), m.end()) for m in re.finditer(re.escape(item['text'].strip()), para.text, re.IGNORECASE)]
+                if not spans: self.stats['not_in_text'] += 1
                 for a, b in spans:
                     m = (a, b, t) not in seen and _ent_mention(paper, section, para, a, b, t, self.name)
                     if m: seen.add((a, b, t)); out.append(m)
         return out
+
 
 # %% ../nbs/01_kg.ipynb #6f901e86
 _ENT_DETERMINERS = re.compile(r'^(?:the|a|an|this|these|our|their|its)\s+')

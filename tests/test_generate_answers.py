@@ -116,8 +116,15 @@ def test_malformed_judgement_is_missing_not_nan():
                n=2, retries=1).set_index('criterion')
     assert (df.n_missing == 2).all() and (df.n_scored == 0).all()
     assert (df.mean_sd == 'missing').all()
-    assert all('BackendError' in r for r in df.missing_reason)
+    assert all(r.startswith('run 0: JSONOutputError') and 'run 1: JSONOutputError' in r for r in df.missing_reason)
     assert df.judge_model.iloc[0] == 'fixed-judge-v1'
+
+
+def test_judge_that_cannot_serve_raises_not_missing():
+    class Down(FixedBackend):
+        def _call(self, kind, prompt, params, schema=None): raise BackendError('fixed backend: server down; fix the URL')
+    with pytest.raises(BackendError, match='server down'):
+        judge('q', 'a', None, Down([]), n=2)
 
 
 def test_metrics_hand_cases(minilm):
