@@ -348,12 +348,8 @@ class BM25Index(Retriever):
             if _refresh: self._bm25_refresh()
         return len(drop)
 
-    def _bm25_refresh(self):
-        "Recompute document lengths, idf and the weight matrix from the term counts."
-        tf, n = self._tf, self._tf.shape[0]
-        self.doc_len = np.asarray(tf.sum(axis=1)).ravel()                  # (n_chunks,)
-        self.avgdl = float(self.doc_len.mean()) if n else 0.0
-        df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64)   # (n_terms,) chunks containing each term
+    def _bm25_idf(self, df: np.ndarray, n: int) -> np.ndarray:
+        "idf of every term from its document frequency `df` (n_terms,) in a collection of n chunks; 0 for absent terms."
         if self.variant == 'lucene': idf = np.log1p((n - df + 0.5) / (df + 0.5))
         else:
             idf = np.log(n - df + 0.5) - np.log(df + 0.5)
@@ -361,7 +357,15 @@ class BM25Index(Retriever):
             if present.any():
                 mean_idf = idf[present].mean()
                 idf[present & (idf < 0)] = self.epsilon * mean_idf
-        self.idf = np.where(df > 0, idf, 0.0)
+        return np.where(df > 0, idf, 0.0)
+
+    def _bm25_refresh(self):
+        "Recompute document lengths, idf and the weight matrix from the term counts."
+        tf, n = self._tf, self._tf.shape[0]
+        self.doc_len = np.asarray(tf.sum(axis=1)).ravel()                  # (n_chunks,)
+        self.avgdl = float(self.doc_len.mean()) if n else 0.0
+        df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64)   # (n_terms,) chunks containing each term
+        self.idf = self._bm25_idf(df, n)
         w = tf.copy()
         if n and tf.nnz:
             rows = np.repeat(np.arange(n), np.diff(tf.indptr))
@@ -391,6 +395,23 @@ class BM25Index(Retriever):
         cand = np.flatnonzero(self._tfc[:, cols].getnnz(axis=1) > 0)
         top = cand[np.lexsort((cand, -s[cand]))][:k]
         return [Hit(self.chunks[i], float(s[i]), self.name) for i in top]
+
+# %% ../nbs/02_index.ipynb #2ae11438
+from fastcore.basics import patch
+
+@patch
+def scores_within(self: BM25Index, query: str | list[str],
+                  rows) -> np.ndarray:             # chunk rows (index order) that form the collection, e.g. one paper's
+    "BM25 of the chunks in `rows` with df, idf and mean length taken from those rows alone: (len(rows),)."
+    rows = np.asarray(rows, dtype=np.int64)
+    cols, counts = self._bm25_query(query)
+    if not len(cols) or not len(rows): return np.zeros(len(rows))
+    tf = self._tf[rows]                                                    # (n_rows, n_terms) term counts
+    n, doc_len = len(rows), self.doc_len[rows]
+    idf = self._bm25_idf(np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64), n)[cols]   # (n_query_terms,)
+    f = tf[:, cols].toarray()                                              # (n_rows, n_query_terms)
+    norm = self.k1 * (1 - self.b + self.b * doc_len / doc_len.mean())      # (n_rows,)
+    return (idf * f * (self.k1 + 1) / (f + norm[:, None])) @ counts
 
 # %% ../nbs/02_index.ipynb #339a9655
 def bm25_speed_comparison(texts: Sequence[str], queries: Sequence[str], sizes=(10_000, 100_000), k: int = 10,

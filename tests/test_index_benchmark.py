@@ -233,3 +233,32 @@ def test_unarxive_index_folder_hybrid_hit5_on_heldout(unarxive_index):
     hit5 = {name: np.mean([bool(set(run[q]) & qrels[q]) for q in run]) for name, run in runs.items()}
     assert len(qs) >= 80 and hit5['hybrid'] >= 0.80, hit5
     assert hit5['hybrid'] >= hit5['rrf'], hit5
+
+
+# ---------------------------------------------------------------- the second, unseen question file (04_structrag's acceptance check)
+
+FRESH = QUESTIONS.parent / 'unarxive_questions_fresh.jsonl'
+
+
+def test_fresh_question_file_is_new_and_resolves(questions):
+    fresh = load_eval_questions(FRESH)
+    assert Counter(q['kind'] for q in fresh) == {'single': 40, 'two_paper': 24} and {q['split'] for q in fresh} == {'heldout'}
+    assert len({q['id'] for q in fresh}) == len(fresh) and not {q['id'] for q in fresh} & {q['id'] for q in questions}
+    old_gold = {g['label'] for q in questions for g in q['gold']}
+    old_pairs = {frozenset(g['arxiv'] for g in q['gold']) for q in questions if q['kind'] == 'two_paper'}
+    ux = _load('unarxive')
+    by_arxiv = {p.source_ids['arxiv']: p for p in ux.papers}
+    for q in fresh:
+        assert len(q['gold']) == (1 if q['kind'] == 'single' else 2) and q['answer'].strip()
+        assert not {g['label'] for g in q['gold']} & old_gold, q['id']                # no gold of the first file
+        if q['kind'] == 'two_paper':
+            assert q['gold'][0]['arxiv'] != q['gold'][1]['arxiv'] and frozenset(g['arxiv'] for g in q['gold']) not in old_pairs, q['id']
+        texts = []
+        for g in q['gold']:
+            p = by_arxiv[g['arxiv']]
+            match = [para for s, para in iter_paragraphs(p) if s.path == g['section_path'] and para.index == g['paragraph_index']]
+            assert len(match) == 1 and g['label'] == paragraph_label(p.id, g['section_path'], g['paragraph_index']), (q['id'], g)
+            texts.append(match[0].text)
+        assert q['overlap'] == _overlap(q['question'], ' '.join(texts)), q['id']
+    assert np.mean([q['overlap'] for q in fresh]) < 0.45 and max(q['overlap'] for q in fresh) < 0.8
+    assert all(len(v) == len(q['gold']) for q, v in zip(fresh, question_qrels(fresh, ux.papers).values()))
