@@ -720,7 +720,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'scholarqa.structrag.VanillaRAG.retrieve': ( 'structrag.html#vanillarag.retrieve',
                                                                                   'scholarqa/structrag.py'),
                                      'scholarqa.structrag._clean_question': ('structrag.html#_clean_question', 'scholarqa/structrag.py'),
-                                     'scholarqa.structrag._mm01': ('structrag.html#_mm01', 'scholarqa/structrag.py'),
                                      'scholarqa.structrag._mm_depth': ('structrag.html#_mm_depth', 'scholarqa/structrag.py'),
                                      'scholarqa.structrag._sr_cache_paths': ('structrag.html#_sr_cache_paths', 'scholarqa/structrag.py'),
                                      'scholarqa.structrag._sr_papers': ('structrag.html#_sr_papers', 'scholarqa/structrag.py'),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
+from fastcore.basics import patch
 from .ingest import (Paper, Section, Paragraph, Sentence, iter_sections, paragraph_label, parse_label, blake2b_hex,
                               load_tokenizer, count_tokens)
 
@@ -397,8 +398,6 @@ class BM25Index(Retriever):
         return [Hit(self.chunks[i], float(s[i]), self.name) for i in top]
 
 # %% ../nbs/02_index.ipynb #2ae11438
-from fastcore.basics import patch
-
 @patch
 def scores_within(self: BM25Index, query: str | list[str],
                   rows) -> np.ndarray:             # chunk rows (index order) that form the collection, e.g. one paper's

@@ -194,10 +194,10 @@ class StructRAGConfig:
     min_rel: float = 0.0         # relative relevance a new source must reach (0: none)
     lam: float = 0.9             # λ of the MMR variant (chosen on dev; 0.7 was best for the flat ranking)
 
-def _mm_depth(x: np.ndarray, depth: int) -> np.ndarray:
-    "Min–max over the top `depth` scores; everything below the depth-th score is 0 (the store hybrid's normalisation)."
+def _mm_depth(x: np.ndarray, depth: int | None = None) -> np.ndarray:
+    "Min–max over the top `depth` scores (None: all); below the depth-th score is 0; a constant vector becomes all ones."
     if len(x) == 0: return x
-    d = min(depth, len(x))
+    d = len(x) if depth is None else min(depth, len(x))
     lo, hi = float(np.partition(x, -d)[-d]), float(x.max())
     return np.clip((x - lo) / (hi - lo), 0, 1) if hi > lo else (x >= hi).astype(float)
 
@@ -273,13 +273,6 @@ def retrieve(self: StructRAG, question: str, k: int = 5, config: StructRAGConfig
     return [Hit(h.chunk, h.score, 'structrag') for h in out]
 
 # %% ../nbs/04_structrag.ipynb #983e678e
-def _mm01(x: np.ndarray) -> np.ndarray:
-    "Min–max to [0, 1]; a constant vector (one paragraph, or no evidence either way) becomes all ones."
-    x = np.asarray(x, dtype=float)
-    if not len(x): return x
-    lo, hi = float(x.min()), float(x.max())
-    return (x - lo) / (hi - lo) if hi > lo else np.ones_like(x)
-
 @patch
 def paper_scores(self: StructRAG, rel: np.ndarray) -> np.ndarray:
     "(n_papers,) P(S): each paper's best paragraph relevance, papers in `self.papers` order."
@@ -291,9 +284,9 @@ def paper_scores(self: StructRAG, rel: np.ndarray) -> np.ndarray:
 def within_paper(self: StructRAG, question: str, rows, rel: np.ndarray) -> np.ndarray:
     "(len(rows),) W(p | S) ∈ [0, 1] for the chunk `rows` of one paper: paper-local BM25 + cosine + corpus relevance."
     rows = np.asarray(rows, dtype=np.int64)
-    s = (_mm01(self.bm25.scores_within(question, rows)) + _mm01(self.vectors[rows] @ self.query_vector(question))
-         + _mm01(rel[rows]))
-    return _mm01(s)
+    s = (_mm_depth(self.bm25.scores_within(question, rows)) + _mm_depth(self.vectors[rows] @ self.query_vector(question))
+         + _mm_depth(rel[rows]))
+    return _mm_depth(s)
 
 @patch
 def hierarchical_relevance(self: StructRAG, question: str, rel: np.ndarray, config: StructRAGConfig | None = None) -> np.ndarray:
@@ -302,7 +295,7 @@ def hierarchical_relevance(self: StructRAG, question: str, rel: np.ndarray, conf
     ps = self.paper_scores(rel)
     top = np.argsort(-ps, kind='stable')[:cfg.papers]
     out = np.full(len(rel), -np.inf)
-    for n, p_hat in zip(top, _mm01(ps[top])):
+    for n, p_hat in zip(top, _mm_depth(ps[top])):
         rows = self.paper_rows[n]
         out[rows] = cfg.paper_weight * p_hat + (1 - cfg.paper_weight) * self.within_paper(question, rows, rel)
     return out
