@@ -1091,16 +1091,25 @@ def fine_tune_ict(examples, out_dir,
                   warmup: float = 0.1,          # share of steps with a linear learning-rate warm-up (then linear decay to 0)
                   scale: float = 20.0,          # inverse temperature of the softmax (sentence-transformers' default)
                   max_seq_length: int = 192,    # tokens per text while training (the saved model keeps the base's window)
-                  seed: int = 0, progress: bool = True) -> dict:
+                  seed: int = 0, progress: bool = True,
+                  reuse: bool = True) -> dict:   # True: a model already in `out_dir` trained from the same examples and settings is returned as is
     "Fine-tune a sentence encoder on ICTExamples with in-batch + hard negatives; save it to `out_dir` (atomically); return its record."
     import copy, random, shutil, torch
     from sentence_transformers import SentenceTransformer
     examples = list(examples)
     if not examples: raise ValueError(f'fine_tune_ict: no training examples for {out_dir} (no paragraph with two usable sentences?)')
+    base = (str(getattr(model[0].auto_model.config, '_name_or_path', '')) if isinstance(model, SentenceTransformer)
+            else str(model or default_embedding_model()))
+    settings = {'base_model': model_identity(base), 'examples': len(examples),
+                'examples_hash': blake2b_hex(json.dumps([list(asdict(e).values()) for e in examples], ensure_ascii=False), 16),
+                'epochs': epochs, 'batch_size': batch_size, 'lr': lr, 'warmup': warmup, 'scale': scale, 'max_seq_length': max_seq_length, 'seed': seed}
+    out = Path(out_dir)
+    if reuse and (out / ICT_RECORD).exists():
+        have = json.loads((out / ICT_RECORD).read_text(encoding='utf-8'))
+        if all(have.get(k) == v for k, v in settings.items()): return have | {'model_id': model_identity(str(out)), 'path': str(out), 'reused': True}
     t0 = time.perf_counter()
     torch.manual_seed(seed); rng = random.Random(seed)
-    st = copy.deepcopy(model) if isinstance(model, SentenceTransformer) else SentenceTransformer(str(model or default_embedding_model()), device='cpu')
-    base = str(getattr(st[0].auto_model.config, '_name_or_path', '') or model or default_embedding_model())
+    st = copy.deepcopy(model) if isinstance(model, SentenceTransformer) else SentenceTransformer(base, device='cpu')
     batches = []
     for _ in range(epochs):
         order = list(range(len(examples))); rng.shuffle(order)
@@ -1118,11 +1127,10 @@ def fine_tune_ict(examples, out_dir,
     finally: st.eval(); st.max_seq_length = window
     tenth = max(1, steps // 10)
     rec = {'method': 'inverse cloze task: sentence -> its paragraph without it; in-batch and same-paper hard negatives',
-           'base_model': model_identity(base), 'examples': len(examples), 'epochs': epochs, 'steps': steps, 'batch_size': batch_size,
-           'lr': lr, 'warmup': warmup, 'scale': scale, 'max_seq_length': max_seq_length, 'seed': seed,
+           **settings, 'steps': steps,
            'loss_first_tenth': float(np.mean(losses[:tenth])), 'loss_last_tenth': float(np.mean(losses[-tenth:])), 'losses': losses,
            'seconds': round(time.perf_counter() - t0, 1), 'torch': torch.__version__, 'threads': torch.get_num_threads()}
-    out = Path(out_dir); out.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp, old = out.with_name(f'.{out.name}.tmp-{os.getpid()}'), out.with_name(f'.{out.name}.old-{os.getpid()}')
     for d in (tmp, old):
         if d.exists(): shutil.rmtree(d)
@@ -1130,7 +1138,7 @@ def fine_tune_ict(examples, out_dir,
     if out.exists(): out.rename(old)
     tmp.rename(out)
     if old.exists(): shutil.rmtree(old)
-    return rec | {'model_id': model_identity(str(out)), 'path': str(out)}
+    return rec | {'model_id': model_identity(str(out)), 'path': str(out), 'reused': False}
 
 # %% ../nbs/02_index.ipynb #ada0da3c
 INDEX_META = 'meta.json'
