@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from fastcore.basics import patch
 from .ingest import (Paper, Section, Paragraph, Sentence, iter_sections, paragraph_label, parse_label, blake2b_hex,
-                              load_tokenizer, count_tokens)
+                              load_tokenizer, count_tokens, split_sentences)
 
 # %% auto #0
 __all__ = ['CHUNKERS', 'BM25_STOPWORDS', 'ICT_RECORD', 'INDEX_META', 'INDEX_VERSION', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID',
@@ -1023,8 +1023,6 @@ class ICTExample:
     paragraph_id: str       # the positive's paragraph
     negative_id: str = ''   # the negative's paragraph
 
-from .ingest import split_sentences
-
 def ict_examples(papers, tokenizer=None,
                  n: int = 2000,                  # examples wanted (fewer when the papers hold fewer usable paragraphs)
                  seed: int = 0,
@@ -1498,8 +1496,6 @@ def pubmedqa_retrieval_task(pqal, pqaa=None,                 # Datasets 'pubmedq
     return papers, queries, qrels
 
 # %% ../nbs/02_index.ipynb #8cb9645f
-from .ingest import split_sentences as _bench_split_sentences
-
 class SentenceWindowRetriever(Retriever):
     "Dense retrieval over sentence windows: a chunk scores as its best window (max inner product)."
     name = 'dense-sent'
@@ -1517,7 +1513,7 @@ class SentenceWindowRetriever(Retriever):
 
     def windows(self, chunk: Chunk) -> list[str]:
         "The texts encoded for one chunk: every run of `window` consecutive sentences."
-        spans = _bench_split_sentences(chunk.text) or [(0, len(chunk.text))]
+        spans = split_sentences(chunk.text) or [(0, len(chunk.text))]
         n = max(1, len(spans) - self.window + 1)
         out = [chunk.text[spans[s][0]:spans[min(s + self.window, len(spans)) - 1][1]].strip() for s in range(n)]
         out = [t for t in out if t] or [chunk.text]
