@@ -966,11 +966,11 @@ BACKENDS['extractive'] = ExtractiveBackend
 GENERATOR_CHOICES = ('llama_cpp', 'extractive', 'transformers', 'openai')
 ASK_METHODS = ('retrieve', 'structrag', 'vanilla')   # the last two: scholarqa.structrag.method_hits (04_structrag)
 
-def _ans_method_hits(store, question: str, k: int, method: str, retriever: str) -> list:
+def _ans_method_hits(store, question: str, k: int, method: str, retriever: str, sparse_weight: float = 0.0) -> list:
     "The passages `ask` answers from: the index retriever's top-k, or the context a method notebook's pipeline builds."
     if method == 'retrieve': return store.retriever(retriever).retrieve(question, k)
-    from scholarqa.structrag import method_hits       # 04_structrag; imported only when asked for
-    return method_hits(store, question, k=k, method=method)
+    from scholarqa.structrag import method_hits, StructRAGConfig       # 04_structrag; imported only when asked for
+    return method_hits(store, question, k=k, method=method, config=StructRAGConfig(sparse_weight=sparse_weight) if sparse_weight else None)
 
 def _ans_backend_kwargs(args) -> dict:
     "Constructor arguments of the chosen generator from the command line."
@@ -997,6 +997,8 @@ def add_cli(sub) -> None:
                    help='retriever of --method retrieve (default hybrid: min-max fusion of BM25 and dense; splade: learned sparse)')
     p.add_argument('--method', default='retrieve', choices=ASK_METHODS,
                    help='how the passages are chosen: retrieve (the --retriever top-k), structrag or vanilla (04_structrag)')
+    p.add_argument('--sparse-weight', type=float, default=0.0, metavar='W',
+                   help='--method structrag: weight of the learned sparse (SPLADE) channel in its relevance (default 0: off; 04_structrag 7d used 1)')
     p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])
     p.add_argument('--max-tokens', type=int, default=256, help='answer length limit in tokens')
     p.add_argument('--json', action='store_true', help='print one JSON object')
@@ -1005,6 +1007,8 @@ def add_cli(sub) -> None:
 def _ask_cmd(args) -> int:
     if not args.question.strip(): print('scholarqa ask: the question is empty', file=sys.stderr); return 2
     if args.k < 1: print('scholarqa ask: -k must be at least 1', file=sys.stderr); return 2
+    if args.sparse_weight < 0 or (args.sparse_weight and args.method != 'structrag'):
+        print('scholarqa ask: --sparse-weight is a non-negative weight of --method structrag', file=sys.stderr); return 2
     try: from scholarqa.index import IndexStore, hit_to_json
     except ImportError as e: print(f'scholarqa ask: needs scholarqa.index ({e})', file=sys.stderr); return 2
     try: store = IndexStore.load(args.index)
@@ -1013,7 +1017,7 @@ def _ask_cmd(args) -> int:
         kw = {'encoder': store.encoder} if args.generator == 'extractive' and not args.model else _ans_backend_kwargs(args)
         backend = make_backend(args.generator, **kw)
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
-    try: hits = _ans_method_hits(store, args.question, args.k, args.method, args.retriever)
+    try: hits = _ans_method_hits(store, args.question, args.k, args.method, args.retriever, args.sparse_weight)
     except ImportError as e: print(f'scholarqa ask: --method {args.method} needs scholarqa.structrag ({e})', file=sys.stderr); return 2
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     try:
@@ -1025,6 +1029,7 @@ def _ask_cmd(args) -> int:
                           'unsupported': ans.unsupported, 'insufficient': ans.insufficient, 'support': ans.support,
                           'hits': [hit_to_json(h) for h in ans.hits], 'backend': ans.backend, 'model': ans.model,
                           'method': args.method, 'retriever': args.retriever if args.method == 'retrieve' else None,
+                          'sparse_weight': args.sparse_weight if args.method == 'structrag' else None,
                           'mode': args.mode}, ensure_ascii=False))
         return 0
     print(ans.text + '\n')
