@@ -702,21 +702,24 @@ def _embed(self: Encoder, texts: list[str]) -> np.ndarray:
     return np.asarray(v, np.float32)
 
 @patch
+def _concat(self: Encoder, parts: list) -> np.ndarray:
+    "Batch results stacked into one (n, dim) array (a subclass with another vector type stacks its own way)."
+    return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
+
+@patch
 def _encode_batches(self: Encoder, texts: list[str]) -> np.ndarray:
-    "Encode in length-sorted batches with a progress bar; rows come back in the input order."
-    out = np.zeros((len(texts), self.dim), np.float32)            # (n, dim)
+    "Encode in length-sorted batches (little padding) with a progress bar; rows come back in the input order."
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     starts = range(0, len(texts), self.batch_size)
-    for s in tqdm(starts, desc='encoding', unit='batch', disable=not self.progress or len(starts) < 4, leave=False):
-        idx = order[s:s + self.batch_size]
-        out[idx] = self._embed([texts[i] for i in idx])
-    return out
+    parts = [self._embed([texts[i] for i in order[s:s + self.batch_size]])
+             for s in tqdm(starts, desc='encoding', unit='batch', disable=not self.progress or len(starts) < 4, leave=False)]
+    return self._concat(parts)[np.argsort(order)]
 
 @patch
 def encode(self: Encoder, texts, use_cache: bool = True) -> np.ndarray:
     "Embeddings (n, dim) float32, unit length; cached texts are not encoded again."
     texts = list(texts)
-    if not texts: return np.zeros((0, self.dim), np.float32)
+    if not texts: return self._concat([])
     if not use_cache:
         self.stats['encoded'] += len(texts)
         return self._encode_batches(texts)
@@ -1053,11 +1056,11 @@ class SparseCache(EmbeddingCache):
 
 
 # %% ../nbs/02_index.ipynb #bf06c0bb
-class SpladeEncoder:
-    "SPLADE vectors: (n, vocab) CSR float32, max over tokens of log(1 + ReLU(MLM logits)); batched, cached like `Encoder`."
+class SpladeEncoder(Encoder):
+    "SPLADE vectors: (n, vocab) CSR float32, max over tokens of log(1 + ReLU(MLM logits)); `Encoder`'s batching, cache and stats."
     def __init__(self, model=None,            # hub name or local folder of a BERT-style masked LM; None = bundled splade-tiny
                  batch_size: int = 16,        # logits are (batch, tokens, vocab) floats: 16 × 256 × 30,522 × 4 B = 0.5 GB
-                 max_length: int = 256,       # tokens per text, as MiniLM's window
+                 max_seq_length: int = 256,   # tokens per text, as MiniLM's window
                  cache_dir=None,              # folder for the on-disk cache; None = in memory for this object
                  progress: bool = True):
         from transformers import AutoTokenizer, AutoModelForMaskedLM
@@ -1065,50 +1068,27 @@ class SpladeEncoder:
         self.tokenizer = AutoTokenizer.from_pretrained(self.name)
         self.model = AutoModelForMaskedLM.from_pretrained(self.name).eval()
         self.model_id, self.dim = model_identity(self.name), int(self.model.config.vocab_size)
-        self.batch_size, self.max_length, self.progress = batch_size, max_length, progress
-        self.cache_id = f'splade|{self.model_id}|{max_length}'
+        self.batch_size, self.max_seq_length, self.progress, self.backend = batch_size, max_seq_length, progress, 'torch'
+        self.cache_id = f'splade|{self.model_id}|{max_seq_length}'
         self.cache = SparseCache(Path(cache_dir) / blake2b_hex(self.cache_id) if cache_dir else None, self.dim)
         self.vocab = self.tokenizer.convert_ids_to_tokens(list(range(self.dim)))
         self.reset_stats()
-
-    def reset_stats(self): self.stats = {'encoded': 0, 'cached': 0}
-    def __repr__(self): return f'SpladeEncoder({self.model_id}, vocab={self.dim}, max_length={self.max_length})'
-    def text_key(self, text: str) -> str: return blake2b_hex(self.cache_id + '\x00' + text, 16)
+    def __repr__(self): return f'SpladeEncoder({self.model_id}, vocab={self.dim}, max_seq_length={self.max_seq_length})'
 
 @patch
 def _embed(self: SpladeEncoder, texts: list[str]) -> sp.csr_matrix:
     "One batch through the masked LM: (len(texts), vocab) CSR."
     import torch
-    enc = self.tokenizer(texts, max_length=self.max_length, padding=True, truncation=True, return_tensors='pt')
+    enc = self.tokenizer(texts, max_length=self.max_seq_length, padding=True, truncation=True, return_tensors='pt')
     with torch.inference_mode():
         logits = self.model(**enc).logits                                          # (B, T, vocab)
         w = torch.log1p(torch.relu(logits)) * enc['attention_mask'].unsqueeze(-1)  # padding positions count 0
         return sp.csr_matrix(w.amax(dim=1).numpy().astype(np.float32))             # (B, vocab), mostly exact zeros
 
 @patch
-def encode(self: SpladeEncoder, texts, use_cache: bool = True) -> sp.csr_matrix:
-    "SPLADE vectors (n, vocab) CSR float32 in input order; cached texts are not encoded again."
-    texts = list(texts)
-    keys = [self.text_key(t) for t in texts]
-    todo = list({k: t for k, t in zip(keys, texts) if not use_cache or k not in self.cache}.items())   # unique texts to encode
-    if todo:
-        order = sorted(range(len(todo)), key=lambda i: -len(todo[i][1]))   # length-sorted batches: little padding
-        starts = range(0, len(order), self.batch_size)
-        parts = [self._embed([todo[i][1] for i in order[s:s + self.batch_size]])
-                 for s in tqdm(starts, desc='splade', unit='batch', disable=not self.progress or len(starts) < 4, leave=False)]
-        mat = sp.vstack(parts, format='csr')[np.argsort(order)]              # back to `todo` order
-        if not use_cache:
-            self.stats['encoded'] += len(texts)
-            row = {k: i for i, (k, _) in enumerate(todo)}
-            return mat[[row[k] for k in keys]] if texts else mat
-        self.cache.put([k for k, _ in todo], mat); self.cache.flush()
-    self.stats['encoded'] += len(todo); self.stats['cached'] += len(texts) - len(todo)
-    return self.cache.get(keys)
-
-@patch
-def encode_chunks(self: SpladeEncoder, chunks) -> sp.csr_matrix:
-    "SPLADE vectors (n_chunks, vocab) of what each chunk indexes (`chunk_index_text`), through the cache."
-    return self.encode([chunk_index_text(c) for c in chunks])
+def _concat(self: SpladeEncoder, parts: list) -> sp.csr_matrix:
+    "Batch results stacked into one (n, vocab) CSR matrix (so `encode`, `encode_chunks` and the cache are Encoder's)."
+    return sp.vstack(parts, format='csr') if parts else sp.csr_matrix((0, self.dim), dtype=np.float32)
 
 @patch
 def terms(self: SpladeEncoder, vec, n: int = 12) -> list[tuple[str, float]]:
@@ -1306,7 +1286,7 @@ class IndexStore:
     "An index folder: chunks.jsonl, meta.json, embedding cache and FAISS index; BM25 is rebuilt from the chunks on load."
     def __init__(self, path, chunks: list[Chunk], meta: dict, encoder: Encoder | None = None, vindex: VectorIndex | None = None):
         self.path, self.chunks, self.meta = Path(path), list(chunks), meta
-        self._encoder, self._vindex, self._dense, self._bm25 = encoder, vindex, None, None
+        self._encoder, self._vindex, self._dense, self._bm25, self._splade = encoder, vindex, None, None, None
 
     def __len__(self): return len(self.chunks)
     def __repr__(self):
@@ -1343,15 +1323,19 @@ def dense(self: IndexStore) -> DenseRetriever:
     return self._dense
 
 @patch
+def splade(self: IndexStore, encoder: SpladeEncoder | None = None) -> SpladeRetriever:
+    "The SPLADE retriever over this index (vectors cached in the folder's `splade/` unless `encoder` brings its own cache); rebuilt when the chunks change."
+    have = self._splade
+    if encoder is not None or have is None or [c.id for c in have.chunks] != [c.id for c in self.chunks]:
+        self._splade = SpladeRetriever(self.chunks, encoder or (have.encoder if have else SpladeEncoder(cache_dir=self.path / 'splade', progress=False)))
+    return self._splade
+
+@patch
 def retriever(self: IndexStore, name: str = 'hybrid') -> Retriever:
     "'bm25' (rebuilt from the chunks), 'dense' (encoder + FAISS), 'hybrid' (min–max score fusion of the two), 'rrf' (their RRF), 'splade' or 'hybrid+splade'."
     if name == 'dense': return self.dense()
-    if name in ('splade', 'hybrid+splade'):      # SPLADE vectors are cached in the folder's `splade/`, so only new chunks are encoded
-        have = getattr(self, '_splade', None)
-        if have is None or [c.id for c in have.chunks] != [c.id for c in self.chunks]:
-            self._splade = SpladeRetriever(self.chunks, have.encoder if have else SpladeEncoder(cache_dir=self.path / 'splade', progress=False))
-        if name == 'splade': return self._splade
-        return HybridRetriever([self.retriever('bm25'), self.dense(), self._splade], **STORE_HYBRID)
+    if name == 'splade': return self.splade()
+    if name == 'hybrid+splade': return HybridRetriever([self.retriever('bm25'), self.dense(), self.splade()], **STORE_HYBRID)
     if name in ('bm25', 'hybrid', 'rrf') and self._bm25 is None: self._bm25 = BM25Index(self.chunks)
     if name == 'bm25': return self._bm25
     if name == 'hybrid': return HybridRetriever([self._bm25, self.dense()], **STORE_HYBRID)
