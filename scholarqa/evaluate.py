@@ -4,17 +4,14 @@
 
 # %% ../nbs/03b_evaluate.ipynb #3a0a80f0
 from __future__ import annotations
+import functools, json, math, random, re, statistics
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
-import json as _bench_json
-import functools
-import math
+
 import numpy as np
 import pandas as pd
-import random
-import re
-from dataclasses import replace
-import statistics
+
 from .doc import Paper, iter_paragraphs, normalise_text
 from .generate.backends import GenParams, JSONOutputError, Message
 from .generate.answer import _ANS_WORD, encode_texts, load_minilm
@@ -25,7 +22,8 @@ __all__ = ['BENCH_METRICS', 'DEMO_QUESTIONS', 'JUDGE_CRITERIA', 'JUDGE_SCHEMA', 
            'question_qrels', 'chunk_qrels', 'run_retrievers', 'retrieval_table', 'hit_curve', 'all_found_at_k',
            'pubmedqa_retrieval_task', 'demo_eval_questions', 'judge_prompt', 'judge', 'squad_normalise', 'token_f1',
            'rouge_l', 'distinct_n', 'semantic_similarity', 'parse_yesno', 'negation_yesno', 'yesno_scores',
-           'sample_paragraphs', 'seed_protocol_questions', 'evidence_paragraphs', 'qa_item_questions']
+           'sample_paragraphs', 'seed_protocol_questions', 'evidence_paragraphs', 'qa_item_questions', 'evaluate',
+           'summarise']
 
 # %% ../nbs/03b_evaluate.ipynb #9813066d
 def _metric_dedupe(ranked: Sequence) -> list:
@@ -88,14 +86,13 @@ def evaluate_run(run: dict, qrels: dict, ks: Sequence[int] = (1, 3, 5, 10)) -> d
     return out
 
 # %% ../nbs/03b_evaluate.ipynb #f7724914
-import json as _bench_json
 from pathlib import Path
 from .doc import iter_paragraphs
 
 def load_eval_questions(path, kind: str | None = None,   # keep only 'single' or 'two_paper' questions
                         split: str | None = None) -> list[dict]:  # keep only 'dev' or 'heldout'
     "Questions of a retrieval evaluation file (JSON lines with id, question, gold, kind, split)."
-    rows = [_bench_json.loads(l) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
+    rows = [json.loads(l) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
     return [r for r in rows if (kind is None or r.get('kind') == kind) and (split is None or r.get('split') == split)]
 
 def _bench_paper_keys(p: Paper) -> list:
@@ -382,3 +379,53 @@ def qa_item_questions(ds, set_name: str, need_gold: bool) -> list[dict]:
                     'answers': [a for a in q.answers if isinstance(a, str) and a.strip()], 'gold': gold or None,
                     'paper_id': q.paper_ids[0]})
     return [r for r in out if r['answers']]
+
+# %% ../nbs/03b_evaluate.ipynb #99279f25
+def _gold_rank_ids(hits, gold: set) -> list:
+    "Per hit, the gold paragraph it overlaps (first one), else its own chunk id: ranked ids the metrics can judge."
+    out = []
+    for h in hits:
+        paras = h.chunk.paragraph_ids or [h.chunk.id]
+        out.append(next((p for p in paras if p in gold and p not in out), h.chunk.id))
+    return out
+
+def evaluate(method,                          # a Method: retrieve(question, k) and answer(question, hits, backend)
+             questions: list[dict],           # {'id', 'question'[, 'answers': [reference, ...]]}
+             qrels: dict | None = None,       # {question id: gold paragraph ids}; None: no retrieval metrics
+             k: int = 5,                      # passages per question
+             backend=None,                    # a backend: also answer and score the answer; None: retrieval only
+             ks: Sequence[int] = (1, 3, 5),   # cut-offs of the retrieval metrics
+             progress: bool = False) -> pd.DataFrame:
+    "One row per question: retrieval metrics against the gold paragraphs, distinct sources, and (with a backend) answer scores."
+    rows = []
+    it = questions
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(questions, desc=getattr(method, 'name', 'method'))
+    for q in it:
+        hits = method.retrieve(q['question'], k)
+        row = {'method': getattr(method, 'name', type(method).__name__), 'id': q['id'], 'k': k, 'hits': len(hits),
+               'sources': len({h.chunk.paper_id for h in hits})}
+        gold = set((qrels or {}).get(q['id'], ()))
+        if qrels is not None and gold:
+            ranked = _gold_rank_ids(hits, gold)
+            for c in ks: row[f'hit@{c}'] = hit_at_k(ranked, gold, c)
+            for c in ks: row[f'recall@{c}'] = recall_at_k(ranked, gold, c)
+            row['mrr'] = mrr(ranked, gold)
+        if backend is not None:
+            a = method.answer(q['question'], hits, backend)
+            refs = [r for r in q.get('answers', []) if r]
+            row.update(answer=a.text, citations=len(a.citations), invented=len(a.invented), unsupported=len(a.unsupported),
+                       insufficient=a.insufficient, model=a.model)
+            if refs:
+                row['token_f1'] = max(token_f1(a.text, r) for r in refs)
+                row['rouge_l'] = max(rouge_l(a.text, r) for r in refs)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+def summarise(table: pd.DataFrame) -> pd.DataFrame:
+    "Mean of every numeric column per method, with the number of questions."
+    num = table.select_dtypes('number').columns.drop('k', errors='ignore')
+    out = table.groupby('method', sort=False)[list(num)].mean()
+    out.insert(0, 'questions', table.groupby('method', sort=False).size())
+    return out.reset_index()

@@ -1,19 +1,20 @@
-"""Integration tests of scholarqa.generate's answer side: citation checks, the extractive backend, `scholarqa ask`, metrics and the judge."""
+"""Integration tests of scholarqa.generate.answer: citation checks, the extractive backend, `scholarqa ask`, metrics and the judge."""
 import importlib.util, json, math, subprocess, sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from scholarqa.generate import (INSUFFICIENT_CONTEXT, Backend, BackendError, Completion, ExtractiveGenerator, Generator, LexicalEncoder,
-                                check_citations, distinct_n, judge, load_minilm, parse_yesno, rouge_l, semantic_similarity, token_f1,
-                                BACKENDS, make_backend)
-from scholarqa.ingest import iter_paragraphs, section_trail
+from scholarqa.generate.answer import (INSUFFICIENT_CONTEXT, ExtractiveGenerator, Generator, LexicalEncoder,
+                                       check_citations, load_minilm)
+from scholarqa.generate.backends import Backend, BackendError, Completion, BACKENDS, make_backend
+from scholarqa.evaluate import distinct_n, judge, parse_yesno, rouge_l, semantic_similarity, token_f1
+from scholarqa.doc import iter_paragraphs, section_trail
 from scholarqa.datasets import demo_dir, load_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, '-c', 'from scholarqa.ingest import cli_main; cli_main()']
-HAS_INDEX = importlib.util.find_spec('scholarqa.index') is not None
+CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
+HAS_INDEX = importlib.util.find_spec('scholarqa.retrieval.store') is not None
 
 
 def scholarqa(*args, timeout=900):
@@ -21,7 +22,7 @@ def scholarqa(*args, timeout=900):
 
 
 def hit(text, pid, section, para, titles=('Results',), source_id=''):
-    "A retrieved passage with the fields of scholarqa.index.Chunk/Hit that generation reads."
+    "A retrieved passage with the fields of scholarqa.retrieval.base.Chunk/Hit that generation reads."
     label = f'Paper-{pid}-Section-{section}-Paragraph-{para}'
     chunk = SimpleNamespace(id=label, text=text, paper_id=pid, section_path=section, section_titles=list(titles),
                             paragraph_start=para, paragraph_end=para, source_id=source_id, label=label)
@@ -44,8 +45,8 @@ def test_invented_label_is_flagged_and_never_cited():
             'Muscle pain affected 4% of patients [Paper-c3d4-Section-3.1-Paragraph-7].')
     cits, uns, inv = check_citations(text, HITS)
     assert inv == ['Paper-c3d4-Section-3.1-Paragraph-7']
-    assert cits == [{'label': 'Paper-a1b2-Section-2-Paragraph-3', 'paper_id': 'a1b2', 'source_id': 'pmid:1', 'section': '2',
-                     'paragraph': 3}]
+    assert cits == [{'label': 'Paper-a1b2-Section-2-Paragraph-3', 'paper_id': 'a1b2', 'source_id': 'pmid:1',
+                     'section': {'path': '2', 'titles': ['Results']}, 'paragraph': 3}]
 
 
 def test_unsupported_sentence_is_flagged_with_minilm(minilm):
@@ -144,7 +145,7 @@ def test_parse_yesno():
 
 @pytest.fixture(scope='module')
 def demo_index(tmp_path_factory):
-    if not HAS_INDEX: pytest.skip('scholarqa.index is not exported yet')
+    if not HAS_INDEX: pytest.skip('scholarqa.retrieval.store is not exported yet')
     d = tmp_path_factory.mktemp('ask')
     r = scholarqa('ingest', demo_dir(), '--out', d / 'corpus', '--json')
     assert r.returncode == 0, r.stderr[-2000:]

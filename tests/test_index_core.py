@@ -1,13 +1,15 @@
-"Tests of scholarqa.index core: chunk provenance on the demo corpus, BM25 parity with rank-bm25 on real data, fusion, metrics."
+"Tests of the retrieval floor (scholarqa.retrieval): chunk provenance on the demo corpus, BM25 parity with rank-bm25 on real data, fusion, metrics."
 import math
 
 import numpy as np
 import pytest
 from scholarqa.datasets import load_dataset, DatasetUnavailable
-from scholarqa.ingest import iter_paragraphs, iter_sections, parse_label, count_tokens
-from scholarqa.index import (Chunk, Hit, BM25Index, bm25_tokenize, bm25_speed_comparison, chunk_paper, chunk_corpus,
-                             chunk_index_text, default_tokenizer, reciprocal_rank_fusion, score_fusion, HybridRetriever,
-                             hit_at_k, recall_at_k, mrr, average_precision, map_at_k, ndcg_at_k, evaluate_run)
+from scholarqa.doc import iter_paragraphs, iter_sections, parse_label, count_tokens
+from scholarqa.retrieval.base import Chunk, Hit, chunk_index_text
+from scholarqa.retrieval.bm25 import BM25Index, bm25_tokenize, bm25_speed_comparison
+from scholarqa.retrieval.chunk import chunk_paper, chunk_corpus, default_tokenizer
+from scholarqa.retrieval.fusion import reciprocal_rank_fusion, score_fusion, HybridRetriever
+from scholarqa.evaluate import hit_at_k, recall_at_k, mrr, average_precision, map_at_k, ndcg_at_k, evaluate_run
 
 
 def _load(name):

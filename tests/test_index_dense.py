@@ -1,4 +1,4 @@
-"""Integration tests of the dense side of `scholarqa.index`: embedding cache, incremental index updates, FAISS persistence,
+"""Integration tests of the dense side of `scholarqa.retrieval`: embedding cache, incremental index updates, FAISS persistence,
 the `scholarqa index` / `scholarqa search` commands, and the ONNX backend."""
 import json, subprocess, sys
 from pathlib import Path
@@ -6,13 +6,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scholarqa.ingest import Corpus, iter_paragraphs
+from scholarqa.ingest import Corpus
+from scholarqa.doc import iter_paragraphs
 from scholarqa.datasets import load_dataset, demo_dir
-from scholarqa.index import (Encoder, VectorIndex, DenseRetriever, IndexStore, build_index, ann_recall, chunk_corpus,
-                             chunk_index_text, chunk_int_id, onnx_available)
+from scholarqa.retrieval.dense import Encoder, VectorIndex, DenseRetriever, ann_recall, chunk_int_id, onnx_available
+from scholarqa.retrieval.store import IndexStore, build_index
+from scholarqa.retrieval.chunk import chunk_corpus
+from scholarqa.retrieval.base import chunk_index_text
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, '-c', 'from scholarqa.ingest import cli_main; cli_main()']
+CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
 
 
 def scholarqa(*args, timeout=900):

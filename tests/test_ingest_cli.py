@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from scholarqa.ingest import Corpus, load_manifest, iter_paragraphs
+from scholarqa.ingest import Corpus, load_manifest
+from scholarqa.doc import iter_paragraphs
 from scholarqa.datasets import demo_dir, find_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, '-c', 'from scholarqa.ingest import cli_main; cli_main()']
+CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
 
 
 def scholarqa(*args, timeout=600):

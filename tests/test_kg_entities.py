@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 
 from scholarqa.datasets import load_dataset, DatasetUnavailable
-from scholarqa.ingest import iter_paragraphs
-from scholarqa.kg import (ENTITY_TYPES, Mention, Entity, EntityExtractor, SpacyExtractor, PatternExtractor, LLMExtractor,
-                          extract_entities, entity_key, resolve_entity_type, find_acronym_definitions, entity_prf,
-                          load_entity_gold, gold_units, mentions_in_units, canonical_entity_type)
+from scholarqa.doc import iter_paragraphs
+from scholarqa.kg.entities import (ENTITY_TYPES, Mention, Entity, EntityExtractor, SpacyExtractor, PatternExtractor,
+                                   LLMExtractor, extract_entities, entity_key, resolve_entity_type,
+                                   find_acronym_definitions, entity_prf, load_entity_gold, gold_units, mentions_in_units,
+                                   canonical_entity_type)
 
 GOLD = Path(__file__).resolve().parents[1] / 'data' / 'eval' / 'entities_gold.jsonl'
 

@@ -7,16 +7,18 @@ from types import SimpleNamespace as NS
 import pytest
 from rdflib import Graph, URIRef
 
-from scholarqa.ingest import Corpus, ingest, iter_paragraphs, iter_sections
+from scholarqa.ingest import Corpus, ingest
+from scholarqa.doc import iter_paragraphs, iter_sections
 from scholarqa.datasets import load_dataset, demo_dir, DatasetUnavailable
-from scholarqa.kg import (CITO, RDF, SQA, add_entities, cited_by, citations_of, corpus_counts, corpus_to_dataset,
-                          entity_iri, entity_neighbourhood, find_entities, graph_iri, graphs_isomorphic, load_kg,
-                          load_ontology, open_store, paper_graphs, paper_iri, paper_outline, paragraphs_mentioning,
-                          remove_paper, replace_paper, save_dataset, sync_with_manifest, triples_naming, type_counts,
-                          write_ontology, ONTOLOGY_TTL, pid_of_graph)
+from scholarqa.kg.rdf import (CITO, SQA, add_entities, cited_by, citations_of, corpus_counts, corpus_to_dataset, entity_iri,
+                              entity_neighbourhood, find_entities, graph_iri, graphs_isomorphic, load_kg, load_ontology,
+                              open_store, paper_graphs, paper_iri, paper_outline, paragraphs_mentioning, remove_paper,
+                              replace_paper, save_dataset, sync_with_manifest, triples_naming, type_counts, write_ontology,
+                              ONTOLOGY_TTL, pid_of_graph)
+from rdflib.namespace import RDF
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, '-c', 'from scholarqa.ingest import cli_main; cli_main()']
+CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
 
 HOSTILE = ['"} ; DROP ALL ; SELECT * WHERE {"', "'\"'\"", '{}}}{', '} ; #', 'a\nb\r\nc', 'back\\slash\\', 'ünï©ødé ✓ 数据',
            '") } UNION { ?s ?p ?o } #', '<https://w3id.org/scholarqa/entity/x>', 'x" || true || "', 'SELECT * WHERE { ?s ?p ?o }',

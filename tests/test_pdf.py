@@ -2,8 +2,11 @@
 import json, shutil
 from pathlib import Path
 import pytest
-from scholarqa.ingest import (markdown_to_pdf, write_demo_pdfs, read_pdf, read_markdown, pdf_round_trip, pdf_backend, ingest,
-                              IngestError, PDF_BACKENDS, PDF_CREATION_DATE, iter_sections, iter_paragraphs, detect_format)
+from scholarqa.readers.pdf import (markdown_to_pdf, write_demo_pdfs, read_pdf, pdf_round_trip, pdf_backend, PDF_BACKENDS,
+                                   PDF_CREATION_DATE)
+from scholarqa.readers.base import read_markdown, detect_format
+from scholarqa.ingest import ingest
+from scholarqa.doc import IngestError, iter_sections, iter_paragraphs
 
 DEMO = Path(__file__).resolve().parents[1] / 'data' / 'demo'
 PDF_DIR = DEMO / 'pdf'

@@ -5,10 +5,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scholarqa.datasets import load_dataset, DatasetUnavailable
-from scholarqa.ingest import Corpus, iter_paragraphs
-from scholarqa.index import Chunk, Hit, Encoder, IndexStore, build_index, default_cache_dir, load_eval_questions, question_qrels, chunk_qrels
-from scholarqa.structrag import (source_diverse_rerank, source_mmr_rerank, max_distinct_sources, distinct_sources, hit_source,
-                                 method_hits, pipelines_for_store)
+from scholarqa.ingest import Corpus
+from scholarqa.doc import iter_paragraphs
+from scholarqa.retrieval.base import Chunk, Hit
+from scholarqa.retrieval.dense import Encoder, default_cache_dir
+from scholarqa.retrieval.store import IndexStore, build_index
+from scholarqa.evaluate import load_eval_questions, question_qrels, chunk_qrels
+from scholarqa.methods.structrag import (source_diverse_rerank, source_mmr_rerank, max_distinct_sources, distinct_sources,
+                                         hit_source, method_hits, pipelines_for_store)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / 'data' / 'eval' / 'unarxive_questions.jsonl'

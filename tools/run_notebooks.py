@@ -1,17 +1,22 @@
-"""Run every method notebook through papermill with params/<notebook>.<kind>.yaml (kind: ci or full).
+"""Run every experiment notebook through papermill with params/<notebook>.<kind>.yaml (kind: ci or full).
 
-Executed copies go to outputs/runs/ (git-ignored); the notebooks themselves write their tables, figures and run records
-to outputs/<notebook>/. A notebook without a parameter file for this kind is an error, not a silent skip."""
-import argparse, subprocess, sys, time
+An experiment notebook is one with a cell tagged `parameters` (the lessons have none: `nbdev-test` runs them). Executed
+copies go to outputs/runs/ (git-ignored); the notebooks write their tables, figures and run records to the `out_dir` their
+parameter file names. An experiment notebook without a parameter file for this kind is an error, not a silent skip."""
+import argparse, json, subprocess, sys, time
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
 ap.add_argument('--params', choices=['ci', 'full'], default='ci')
-ap.add_argument('notebooks', nargs='*', help='notebook stems to run (default: all numbered notebooks)')
+ap.add_argument('notebooks', nargs='*', help='notebook stems to run (default: every experiment notebook)')
 args = ap.parse_args()
 
-nbs = sorted(p for p in (root / 'nbs').glob('[0-9][0-9]*.ipynb') if not args.notebooks or p.stem in args.notebooks)
+def has_parameters(nb: Path) -> bool:
+    return any('parameters' in c.get('metadata', {}).get('tags', []) for c in json.loads(nb.read_text(encoding='utf-8'))['cells'])
+
+nbs = sorted(p for p in (root / 'nbs').glob('[0-9][0-9]*.ipynb') if has_parameters(p) and (not args.notebooks or p.stem in args.notebooks))
+if args.notebooks and len(nbs) != len(set(args.notebooks)): sys.exit(f'not experiment notebooks: {sorted(set(args.notebooks) - {p.stem for p in nbs})}')
 runs = root / 'outputs' / 'runs'
 runs.mkdir(parents=True, exist_ok=True)
 failed = []

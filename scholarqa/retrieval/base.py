@@ -4,13 +4,16 @@
 
 # %% ../../nbs/02_retrieval.ipynb #66b9b97f
 from __future__ import annotations
-from typing import Iterable
-from dataclasses import dataclass
-from dataclasses import field
-from ..doc import Paper
+from typing import Iterable, Protocol, runtime_checkable
+import numpy as np
+import json
+from pathlib import Path
+from dataclasses import dataclass, field, asdict
+from ..doc import Paper, atomic_write_text
 
 # %% auto #0
-__all__ = ['Chunk', 'Hit', 'Retriever', 'chunk_index_text', 'chunk_source_id']
+__all__ = ['RETRIEVERS', 'Chunk', 'Hit', 'Retriever', 'chunk_index_text', 'chunk_source_id', 'TextEncoder', 'chunk_to_json',
+           'chunk_from_json', 'write_chunks', 'read_chunks', 'hit_to_json', 'section_json', 'register_retriever']
 
 # %% ../../nbs/02_retrieval.ipynb #37871bf8
 @dataclass
@@ -60,3 +63,54 @@ def chunk_source_id(paper: Paper, order=('arxiv', 'doi', 'pmid', 'openalex', 'ke
     for k in list(order) + sorted(ids):
         if k in ids: return f'{k}:{ids[k]}'
     return ''
+
+# %% ../../nbs/02_retrieval.ipynb #5dd9ecd4
+@runtime_checkable
+class TextEncoder(Protocol):
+    "Texts in, (n, d) float32 unit vectors out; `use_cache=False` for one-off texts such as queries."
+    def encode(self, texts, use_cache: bool = True) -> np.ndarray: ...
+
+# %% ../../nbs/02_retrieval.ipynb #404fd664
+def chunk_to_json(c: Chunk) -> dict:
+    "A chunk as a plain JSON object (its dataclass fields)."
+    return asdict(c)
+
+def chunk_from_json(d: dict) -> Chunk:
+    "The chunk `chunk_to_json` wrote."
+    d = dict(d)
+    for k in ('sentence_span', 'char_span'):
+        if d.get(k) is not None: d[k] = tuple(d[k])
+    return Chunk(**d)
+
+def write_chunks(path, chunks) -> None:
+    "Write chunks as JSONL, atomically (temp file + rename)."
+    atomic_write_text(path, ''.join(json.dumps(chunk_to_json(c), ensure_ascii=False) + '\n' for c in chunks))
+
+def read_chunks(path) -> list[Chunk]:
+    "The chunks of a JSONL file written by `write_chunks`."
+    return [chunk_from_json(json.loads(l)) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
+
+# %% ../../nbs/02_retrieval.ipynb #dcce5990
+def hit_to_json(hit: Hit) -> dict:
+    "A hit as plain JSON: score, text, provenance (paper, source id, section, paragraph, label) and the retriever."
+    c = hit.chunk
+    return {'score': round(float(hit.score), 6), 'text': c.text, 'paper_id': c.paper_id, 'source_id': c.source_id,
+            'section': section_json(c), 'paragraph': c.paragraph_start, 'paragraph_end': c.paragraph_end, 'label': c.label,
+            'chunk_id': c.id, 'retriever': hit.retriever}
+
+def section_json(c: Chunk) -> dict:
+    "The section of a chunk as JSON, the same object wherever a section is printed (hits, citations)."
+    return {'path': c.section_path, 'titles': list(c.section_titles)}
+
+# %% ../../nbs/02_retrieval.ipynb #64fd899a
+RETRIEVERS: dict = {}     # name -> build(store) -> Retriever
+
+def register_retriever(name: str,         # what `--retriever` and `IndexStore.retriever` accept
+                       help: str = ''):   # one line for listings
+    "Decorator: register `build(store) -> Retriever` under `name`."
+    def deco(build):
+        if name in RETRIEVERS and RETRIEVERS[name] is not build: raise ValueError(f'retriever {name!r} is already registered')
+        build.help = help or (build.__doc__ or '').strip()
+        RETRIEVERS[name] = build
+        return build
+    return deco

