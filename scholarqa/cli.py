@@ -159,7 +159,7 @@ def _kg_query_cmd(args) -> int:
     if kg.is_oxigraph(ds): ds.close()
     return 0
 
-# %% ../nbs/10_cli.ipynb #257fceec
+# %% ../nbs/10_cli.ipynb #47a148fd
 def _add_index(sub) -> None:
     p = sub.add_parser('index', help='index an ingested corpus (BM25 + dense vectors; incremental)',
                        description='Chunk and embed the papers of CORPUS_DIR (a folder written by `scholarqa ingest`) into INDEX_DIR.')
@@ -181,7 +181,7 @@ def _load_corpus_arg(cmd: str, corpus_dir):
     except IngestError as e: return None, f'scholarqa {cmd}: {e}'
 
 def _index_cmd(args) -> int:
-    store_mod = need('scholarqa.retrieval.store', 'dev', 'index')
+    store_mod = need('scholarqa.retrieval.store', 'index,embed', 'index')
     corpus, err = _load_corpus_arg('index', args.corpus)
     if corpus is None: print(err, file=sys.stderr); return 2
     t0 = time.perf_counter()
@@ -207,7 +207,7 @@ def _add_search(sub) -> None:
     s.set_defaults(func=_search_cmd)
 
 def _search_cmd(args) -> int:
-    store_mod = need('scholarqa.retrieval.store', 'dev', 'search')
+    store_mod = need('scholarqa.retrieval.store', 'index,embed', 'search')
     from scholarqa.retrieval.base import hit_to_json
     if not args.query.strip(): print('scholarqa search: the query is empty', file=sys.stderr); return 2
     if args.k < 1: print('scholarqa search: -k must be at least 1', file=sys.stderr); return 2
@@ -248,7 +248,7 @@ def _adapt_cmd(args) -> int:
                 f"{rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in {args.out} (index with --model {args.out})")
     return 0
 
-# %% ../nbs/10_cli.ipynb #64a5a219
+# %% ../nbs/10_cli.ipynb #de777f33
 BACKEND_CHOICES = ('llama_cpp', 'extractive', 'transformers', 'openai')
 
 def _add_ask(sub) -> None:
@@ -285,8 +285,8 @@ def _backend_kwargs(args, store) -> dict:
     return {'model': args.model} if args.model else {'encoder': store.encoder}   # extractive: the index's own encoder by default
 
 def _ask_cmd(args) -> int:
-    store_mod = need('scholarqa.retrieval.store', 'dev', 'ask')
-    answer = need('scholarqa.generate.answer', 'dev', 'ask')
+    store_mod = need('scholarqa.retrieval.store', 'index,embed,generate', 'ask')
+    answer = need('scholarqa.generate.answer', 'index,embed,generate', 'ask')
     from scholarqa.generate.backends import BackendError, make_backend
     from scholarqa.retrieval.base import hit_to_json
     if not args.question.strip(): print('scholarqa ask: the question is empty', file=sys.stderr); return 2
@@ -294,7 +294,7 @@ def _ask_cmd(args) -> int:
     failed = load_methods()
     if args.method in failed:
         print(f"scholarqa ask: --method {args.method} needs the optional package {failed[args.method]!r}; "
-              f"install it with: pip install 'scholarqa[dev]'", file=sys.stderr); return 2
+              f"install it with: pip install 'scholarqa[kg,index,embed,generate]'", file=sys.stderr); return 2
     options = {'retriever': args.retriever} if args.method == 'retrieve' else {}
     if args.sparse_weight: options['sparse_weight'] = args.sparse_weight
     try: store = store_mod.IndexStore.load(args.index)

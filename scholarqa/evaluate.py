@@ -412,6 +412,7 @@ def evaluate(method,                          # a Method: retrieve(question, k) 
             for c in ks: row[f'hit@{c}'] = hit_at_k(ranked, gold, c)
             for c in ks: row[f'recall@{c}'] = recall_at_k(ranked, gold, c)
             row['mrr'] = mrr(ranked, gold)
+            row['all_gold'] = float(gold <= set().union(*[set(h.chunk.paragraph_ids or [h.chunk.id]) for h in hits]))   # every gold paragraph in the context
         if backend is not None:
             a = method.answer(q['question'], hits, backend)
             refs = [r for r in q.get('answers', []) if r]

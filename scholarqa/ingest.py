@@ -14,7 +14,9 @@ import os
 import time
 from tqdm.auto import tqdm
 from .doc import IngestError, MAX_FILE_BYTES, Paper, RecordError, atomic_write_json, atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict, resolve_references
-from .readers.base import READERS, SIDECAR_METADATA, _bare_suffix, detect_format, sidecar_metadata
+from .readers.base import READERS, SIDECAR_METADATA, _bare_suffix, detect_format, load_readers, sidecar_metadata
+
+load_readers()   # every reader module of scholarqa.readers registers its formats, in a fixed order
 
 # %% auto #0
 __all__ = ['MANIFEST', 'MANIFEST_VERSION', 'PARSER_VERSION', 'STRICT_SUFFIXES', 'file_fingerprint', 'load_manifest', 'shard_name',

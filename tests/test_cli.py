@@ -31,8 +31,8 @@ def test_a_missing_extra_is_named(tmp_path):
     assert run_blocked(['ingest', DEMO, '--out', tmp_path / 'c', '--json'], blocked={'rdflib'}).returncode == 0
     r = run_blocked(['kg', 'build', tmp_path / 'c', '--out', tmp_path / 'g.trig'], blocked={'rdflib'})
     assert r.returncode == 2 and "pip install 'scholarqa[kg]'" in r.stderr and 'rdflib' in r.stderr, r.stderr
-    r = run_blocked(['search', tmp_path / 'nothing', 'q'], blocked={'faiss'})
-    assert r.returncode == 2 and 'faiss' in r.stderr and 'pip install' in r.stderr, r.stderr
+    r = run_blocked(['search', tmp_path / 'nothing', 'q'], blocked={'scipy'})
+    assert r.returncode == 2 and 'scipy' in r.stderr and "pip install 'scholarqa[index,embed]'" in r.stderr, r.stderr
 
 def test_ingest_works_without_any_extra(tmp_path):
     r = run_blocked(['ingest', DEMO, '--out', tmp_path / 'c', '--json'],

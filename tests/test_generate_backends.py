@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from scholarqa import generate as G
+from scholarqa.generate import backends as G
 from scholarqa.generate.backends import (Backend, BackendError, CacheMiss, CachedBackend, Completion, GenParams, Ledger,
                                          LlamaCppBackend, Message, OpenAIBackend, OpenAIStub, TransformersBackend,
                                          backend_speed, cache_key, make_backend, openai_reply, parse_json_object)
@@ -198,13 +198,13 @@ def test_openai_chat_complete_json_payloads():
 
 def test_openai_retries_500_then_200_and_429():
     with OpenAIStub([(500, {'error': 'x'}), (429, {'error': 'slow down'}), (200, openai_reply('done'))]) as s:
-        c = OpenAIBackend(s.base_url, model='m', retries=2, backoff=0.01).chat('q')
+        c = OpenAIBackend(s.base_url, model='m', retries=2).chat('q')
         assert c.text == 'done' and len(s.requests) == 3
 
 def test_openai_gives_up_after_bounded_retries():
     with OpenAIStub([(503, {'error': 'down'})] * 3) as s:
         with pytest.raises(BackendError, match=r'failed after 2 attempts.*HTTP 503'):
-            OpenAIBackend(s.base_url, model='m', retries=1, backoff=0.01).chat('q')
+            OpenAIBackend(s.base_url, model='m', retries=1).chat('q')
         assert len(s.requests) == 2
 
 def test_openai_401_and_404_name_the_setting():
@@ -230,6 +230,23 @@ def test_openai_malformed_reply_is_loud():
     with OpenAIStub([(200, {'unexpected': True})]) as s:
         with pytest.raises(BackendError, match='no choices'): OpenAIBackend(s.base_url, model='m').chat('q')
 
+def test_openai_other_4xx_fails_at_once():
+    with OpenAIStub([(400, {'error': 'bad parameter'})] * 3) as s:
+        with pytest.raises(BackendError) as e: OpenAIBackend(s.base_url, model='m', retries=2).chat('q')
+        assert s.base_url in str(e.value) and 'HTTP 400' in str(e.value) and len(s.requests) == 1
+
+def test_openai_timeout_names_the_setting():
+    slow = lambda path, req: (time.sleep(0.5), (200, openai_reply('late')))[1]
+    with OpenAIStub(default=slow) as s:
+        with pytest.raises(BackendError) as e: OpenAIBackend(s.base_url, model='m', timeout=0.1, retries=1).chat('q')
+        msg = str(e.value)
+        assert s.base_url in msg and 'timeout=' in msg and '2 attempts' in msg and len(s.requests) == 2
+
+def test_openai_backend_builds_without_the_client_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'openai', None)   # `import openai` now fails, as when it is not installed
+    b = OpenAIBackend('http://127.0.0.1:9', model='m')   # constructing needs no client
+    with pytest.raises(BackendError, match='pip install'): b.chat('q')
+
 
 # ---------- no silent fallback ----------
 
@@ -239,7 +256,7 @@ def test_unreachable_openai_never_falls_back(monkeypatch):
         def make(**kw): built[name] = built.get(name, 0) + 1; return cls(**kw)
         return make
     monkeypatch.setattr(G, 'BACKENDS', {n: counting(n, c) for n, c in G.BACKENDS.items()})
-    b = make_backend('openai', base_url='http://127.0.0.1:9', model='x', retries=1, backoff=0.01)
+    b = make_backend('openai', base_url='http://127.0.0.1:9', model='x', retries=1)
     assert built == {'openai': 1}
     with pytest.raises(BackendError) as e: b.chat('hi')
     msg = str(e.value)

@@ -223,7 +223,7 @@ def test_questions_do_not_copy_their_paragraphs(questions):
     assert np.mean(single) < 0.5 and max(single) < 0.9
 
 
-# ---------------------------------------------------------------- the acceptance check, through the index folder
+# ---------------------------------------------------------------- the acceptance check, through the index folder
 
 def test_unarxive_index_folder_hybrid_hit5_on_heldout(unarxive_index):
     "What `scholarqa index` + `scholarqa search --retriever hybrid` do, on the held-out single-paragraph questions."

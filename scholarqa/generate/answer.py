@@ -326,7 +326,7 @@ class ExtractiveBackend(Backend):
     def _call(self, kind, prompt, params, schema=None) -> Completion:
         if kind == 'json':
             raise BackendError('extractive backend: it quotes passages and cannot write JSON (e.g. judge scores); '
-                               'use --generator llama_cpp, transformers or openai for that')
+                               'use --backend llama_cpp, transformers or openai for that')
         t0 = time.perf_counter()
         user = prompt if isinstance(prompt, str) else next((m.content for m in reversed(prompt) if m.role == 'user'), '')
         question, passages = prompt_passages(user)

@@ -126,7 +126,7 @@ SPACY_LABEL_TYPES = {'PERSON': 'Person', 'ORG': 'Organization', 'PRODUCT': 'Tool
 class SpacyExtractor(EntityExtractor):
     "spaCy NER with its labels mapped onto ENTITY_TYPES (`SPACY_LABEL_TYPES`; unmapped labels are dropped)."
     name = 'spacy'
-    def __init__(self, nlp=None,                 # a loaded spaCy pipeline; default `scholarqa.ingest.load_spacy()`
+    def __init__(self, nlp=None,                 # a loaded spaCy pipeline; default `scholarqa.doc.load_spacy()`
                  label_types: dict | None = None,  # spaCy label -> our type
                  batch_size: int = 64):
         self.nlp, self.label_types, self.batch_size = nlp, dict(label_types or SPACY_LABEL_TYPES), batch_size

@@ -160,17 +160,17 @@ sqa:authorship a owl:ObjectProperty ; rdfs:range sqa:Authorship ;
 sqa:affiliation a owl:ObjectProperty ; rdfs:domain sqa:Authorship ; rdfs:range foaf:Organization ;
     rdfs:label "affiliation" ; rdfs:comment "An organisation the author gave as affiliation in this paper." .
 sqa:coauthor a owl:ObjectProperty , owl:SymmetricProperty ; rdfs:domain foaf:Person ; rdfs:range foaf:Person ;
-    rdfs:label "co-author" ; rdfs:comment "Two people wrote at least one paper together (the scholarly graphs of 01_kg; AAN's collaboration file)." .
+    rdfs:label "co-author" ; rdfs:comment "Two people wrote at least one paper together (the scholarly graphs of 01b_graphs; AAN's collaboration file)." .
 sqa:name a owl:DatatypeProperty ;
     rdfs:label "name" ; rdfs:comment "The display name of a scholarly-graph node whose type has no standard name property. Other node attributes of those graphs are written as sqa:<attribute> literals (lists and objects as rdf:JSON)." .
 
 # ---- provenance ----------------------------------------------------------------------------------------------------
 sqa:reader a owl:DatatypeProperty ; rdfs:domain prov:Activity ;
-    rdfs:label "reader" ; rdfs:comment "The scholarqa.ingest reader (format) that parsed the source." .
+    rdfs:label "reader" ; rdfs:comment "The reader (format, scholarqa.readers) that parsed the source." .
 sqa:parserVersion a owl:DatatypeProperty ; rdfs:domain prov:Activity ;
     rdfs:label "parser version" ; rdfs:comment "scholarqa.ingest PARSER_VERSION of the run." .
 sqa:builderVersion a owl:DatatypeProperty ; rdfs:domain prov:Activity ;
-    rdfs:label "builder version" ; rdfs:comment "scholarqa.kg KG_VERSION of the code that wrote the graph." .
+    rdfs:label "builder version" ; rdfs:comment "scholarqa.kg.rdf KG_VERSION of the code that wrote the graph." .
 sqa:sourcePath a owl:DatatypeProperty ; rdfs:domain prov:Entity ;
     rdfs:label "source path" ; rdfs:comment "The source file as the ingest manifest names it." .
 sqa:fileHash a owl:DatatypeProperty ; rdfs:domain prov:Entity ;

@@ -88,7 +88,7 @@ def build_entity_layer(papers,                     # Paper objects (the corpus)
 _QE_WORD = re.compile(r"[A-Za-z0-9][\w\-'’+.]*[\w+]|[A-Za-z0-9]")
 
 def question_entities(question: str, layer: EntityLayer,
-                      nlp=None,                    # a spaCy pipeline (e.g. `scholarqa.ingest.load_spacy()`); None: gazetteer only
+                      nlp=None,                    # a spaCy pipeline (e.g. `scholarqa.doc.load_spacy()`); None: gazetteer only
                       extract=None,                # optional callable question -> [surface strings] (an LLM extractor)
                       max_ngram: int = 6,          # longest word n-gram looked up
                       max_df: float = 0.05,        # drop nodes mentioned in more than this share of paragraphs

@@ -9,14 +9,12 @@ from typing import Iterable
 from typing import Iterator
 from pathlib import Path
 from dataclasses import dataclass
-import gzip
-import json
-import re
+import gzip, importlib, json, pkgutil, re
 from ..doc import Author, IngestError, Paper, Paragraph, Reference, Section, Span, finalize_paper, read_text
 
 # %% auto #0
-__all__ = ['READERS', 'SIDECAR_METADATA', 'ReaderSpec', 'register_reader', 'detect_format', 'replace_citations', 'apply_metadata',
-           'parse_markdown', 'sidecar_metadata', 'read_markdown']
+__all__ = ['READERS', 'SIDECAR_METADATA', 'ReaderSpec', 'register_reader', 'detect_format', 'load_readers', 'replace_citations',
+           'apply_metadata', 'parse_markdown', 'sidecar_metadata', 'read_markdown']
 
 # %% ../../nbs/00a_readers.ipynb #261f3fb7
 @dataclass
@@ -62,6 +60,17 @@ def detect_format(path) -> str:
     for spec in READERS.values():
         if not spec.sniff and sfx in spec.suffixes: return spec.name
     raise IngestError(path, f'no reader recognises this file (ending {sfx or "none"}); pass --format explicitly')
+
+# %% ../../nbs/00a_readers.ipynb #d46b9510
+def load_readers() -> dict:
+    "Import every reader module of `scholarqa.readers` (each registers its formats) and put `READERS` in canonical order."
+    import scholarqa.readers as pkg
+    for m in sorted(x.name for x in pkgutil.iter_modules(pkg.__path__)): importlib.import_module(f'scholarqa.readers.{m}')
+    rank = {n: i for i, n in enumerate(READERS)}
+    mods = sorted({s.read.__module__ for s in READERS.values()}, key=lambda m: (not m.endswith('.base'), m))
+    ordered = sorted(READERS.items(), key=lambda kv: (mods.index(kv[1].read.__module__), rank[kv[0]]))
+    READERS.clear(); READERS.update(ordered)
+    return READERS
 
 # %% ../../nbs/00a_readers.ipynb #ef9cf998
 _CITE_MD = re.compile(r'\[(@[^\]]+)\]')
