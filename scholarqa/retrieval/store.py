@@ -114,15 +114,35 @@ def retriever(self: IndexStore, name: str = 'hybrid') -> Retriever:
     if name not in RETRIEVERS: raise ValueError(f"unknown retriever {name!r}: choose from {', '.join(RETRIEVERS)}")
     return RETRIEVERS[name](self)
 
-register_retriever('bm25', 'BM25 over the chunks')(lambda s: s.bm25())
-register_retriever('dense', 'MiniLM vectors in FAISS (exact by default)')(lambda s: s.dense())
-register_retriever('hybrid', 'min-max score fusion of BM25 and dense (the default)')(
-    lambda s: HybridRetriever([s.bm25(), s.dense()], **STORE_HYBRID))
-register_retriever('rrf', 'reciprocal rank fusion of BM25 and dense (k = 60)')(
-    lambda s: HybridRetriever([s.bm25(), s.dense()], method='rrf', rrf_k=60, depth=100))
-register_retriever('splade', 'learned sparse vectors (bundled splade-tiny)')(lambda s: s.splade())
-register_retriever('hybrid+splade', 'min-max score fusion of BM25, dense and SPLADE')(
-    lambda s: HybridRetriever([s.bm25(), s.dense(), s.splade()], **STORE_HYBRID))
+@register_retriever('bm25')
+def _bm25_retriever(s: IndexStore):
+    "BM25 over the chunks"
+    return s.bm25()
+
+@register_retriever('dense')
+def _dense_retriever(s: IndexStore):
+    "MiniLM vectors in FAISS (exact by default)"
+    return s.dense()
+
+@register_retriever('hybrid')
+def _hybrid_retriever(s: IndexStore):
+    "min-max score fusion of BM25 and dense (the default)"
+    return HybridRetriever([s.bm25(), s.dense()], **STORE_HYBRID)
+
+@register_retriever('rrf')
+def _rrf_retriever(s: IndexStore):
+    "reciprocal rank fusion of BM25 and dense (k = 60)"
+    return HybridRetriever([s.bm25(), s.dense()], method='rrf', rrf_k=60, depth=100)
+
+@register_retriever('splade')
+def _splade_retriever(s: IndexStore):
+    "learned sparse vectors (bundled splade-tiny)"
+    return s.splade()
+
+@register_retriever('hybrid+splade')
+def _hybrid_splade_retriever(s: IndexStore):
+    "min-max score fusion of BM25, dense and SPLADE"
+    return HybridRetriever([s.bm25(), s.dense(), s.splade()], **STORE_HYBRID)
 
 @patch
 def papers(self: IndexStore) -> list:
