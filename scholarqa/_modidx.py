@@ -18,6 +18,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'scholarqa.cli._add_search': ('cli.html#_add_search', 'scholarqa/cli.py'),
                                'scholarqa.cli._ask_cmd': ('cli.html#_ask_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._backend_kwargs': ('cli.html#_backend_kwargs', 'scholarqa/cli.py'),
+                               'scholarqa.cli._format_choices': ('cli.html#_format_choices', 'scholarqa/cli.py'),
                                'scholarqa.cli._index_cmd': ('cli.html#_index_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._ingest_cmd': ('cli.html#_ingest_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._kg_build_cmd': ('cli.html#_kg_build_cmd', 'scholarqa/cli.py'),

@@ -25,7 +25,7 @@ def need(module: str,      # module of ours to import, e.g. 'scholarqa.kg.rdf'
         if e.name and (e.name == 'scholarqa' or e.name.startswith('scholarqa.')): raise   # our own bug, not a missing extra
         raise MissingExtra(f"scholarqa {command}: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[{extra}]'") from e
 
-# %% ../nbs/10_cli.ipynb #15a78691
+# %% ../nbs/10_cli.ipynb #37c32f7b
 class LazyChoices:
     "An argparse `choices` container filled by `load()` the first time it is read."
     def __init__(self, load): self._load, self._names = load, None
@@ -59,19 +59,24 @@ def _method_choices():
     failed = load_methods()
     return [*METHODS, *(m for m in failed if m not in METHODS)]
 
+def _format_choices():
+    from scholarqa.readers.base import load_readers
+    return ['auto', *load_readers()]
+
 def _retriever_choices():
     try: from scholarqa.retrieval.store import RETRIEVERS
     except ModuleNotFoundError: from scholarqa.retrieval.base import RETRIEVERS
     return list(RETRIEVERS)
 
-# %% ../nbs/10_cli.ipynb #59c11aa2
+# %% ../nbs/10_cli.ipynb #f55c6aeb
 def _add_ingest(sub) -> None:
     from scholarqa.doc import SPLITTERS, MAX_FILE_BYTES
     p = sub.add_parser('ingest', help='parse papers into a corpus folder (incremental)',
                        description='Parse papers of any supported format into OUT (manifest + JSONL shards); re-runs only touch what changed.')
     p.add_argument('paths', nargs='+', help='files or folders to ingest')
     p.add_argument('--out', required=True, help='output corpus folder')
-    p.add_argument('--format', default='auto', help="reader to use (default: auto-detect; `scholarqa ingest --format list` names them)")
+    p.add_argument('--format', default='auto', metavar='FORMAT', choices=LazyChoices(_format_choices),
+                   help='reader to use (default: auto, detected per file): %(choices)s')
     p.add_argument('--splitter', default=None, choices=sorted(SPLITTERS), help='sentence splitter (default: the measured best)')
     p.add_argument('--max-bytes', type=int, default=MAX_FILE_BYTES, help='refuse files larger than this')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
@@ -159,7 +164,7 @@ def _kg_query_cmd(args) -> int:
     if kg.is_oxigraph(ds): ds.close()
     return 0
 
-# %% ../nbs/10_cli.ipynb #47a148fd
+# %% ../nbs/10_cli.ipynb #b516abcb
 def _add_index(sub) -> None:
     p = sub.add_parser('index', help='index an ingested corpus (BM25 + dense vectors; incremental)',
                        description='Chunk and embed the papers of CORPUS_DIR (a folder written by `scholarqa ingest`) into INDEX_DIR.')
@@ -201,8 +206,7 @@ def _add_search(sub) -> None:
     s.add_argument('query', metavar='QUERY')
     s.add_argument('-k', type=int, default=10, help='number of hits (default 10)')
     s.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
-                   help='a registered retriever (default hybrid: min-max score fusion of BM25 and dense); '
-                        '`scholarqa search --retriever help x y` lists them')
+                   help='a registered retriever: %(choices)s (default hybrid: min-max score fusion of BM25 and dense)')
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
     s.set_defaults(func=_search_cmd)
 
@@ -248,7 +252,7 @@ def _adapt_cmd(args) -> int:
                 f"{rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in {args.out} (index with --model {args.out})")
     return 0
 
-# %% ../nbs/10_cli.ipynb #de777f33
+# %% ../nbs/10_cli.ipynb #69fa7b81
 BACKEND_CHOICES = ('llama_cpp', 'extractive', 'transformers', 'openai')
 
 def _add_ask(sub) -> None:
@@ -264,9 +268,9 @@ def _add_ask(sub) -> None:
     p.add_argument('--base-url', default=None, help='OpenAI-compatible server URL (default: $OPENAI_BASE_URL)')
     p.add_argument('-k', type=int, default=5, help='passages given to the backend (default 5)')
     p.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
-                   help='retriever of --method retrieve (default hybrid: min-max fusion of BM25 and dense)')
+                   help='retriever of --method retrieve: %(choices)s (default hybrid: min-max fusion of BM25 and dense)')
     p.add_argument('--method', default='retrieve', choices=LazyChoices(_method_choices), metavar='NAME',
-                   help='registered QA method choosing the passages: retrieve (default; the --retriever top-k), structrag, vanilla, …')
+                   help='the registered QA method that chooses the passages: %(choices)s (default retrieve: the --retriever top-k)')
     p.add_argument('--sparse-weight', type=float, default=0.0, metavar='W',
                    help='--method structrag: weight of the learned sparse (SPLADE) channel in its relevance (default 0: off)')
     p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])

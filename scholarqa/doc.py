@@ -4,20 +4,10 @@
 
 # %% ../nbs/00_doc.ipynb #a7a2dec3
 from __future__ import annotations
-from typing import Iterable
-from typing import Iterator
+import gzip, hashlib, json, os, re, time, unicodedata
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from dataclasses import asdict
-from dataclasses import dataclass
-from dataclasses import field
-import gzip
-import hashlib
-import json
-import os
-import pandas as pd
-import re
-import time
-import unicodedata
+from typing import Iterable, Iterator
 
 # %% auto #0
 __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATIONS', 'SPLITTERS', 'DEFAULT_SPLITTER',
