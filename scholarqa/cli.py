@@ -252,7 +252,7 @@ def _adapt_cmd(args) -> int:
                 f"{rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in {args.out} (index with --model {args.out})")
     return 0
 
-# %% ../nbs/10_cli.ipynb #69fa7b81
+# %% ../nbs/10_cli.ipynb #23f1e378
 BACKEND_CHOICES = ('llama_cpp', 'extractive', 'transformers', 'openai')
 
 def _add_ask(sub) -> None:
@@ -267,11 +267,11 @@ def _add_ask(sub) -> None:
                                                  'sentence encoder (extractive)')
     p.add_argument('--base-url', default=None, help='OpenAI-compatible server URL (default: $OPENAI_BASE_URL)')
     p.add_argument('-k', type=int, default=5, help='passages given to the backend (default 5)')
-    p.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
+    p.add_argument('--retriever', default=None, choices=LazyChoices(_retriever_choices), metavar='NAME',
                    help='retriever of --method retrieve: %(choices)s (default hybrid: min-max fusion of BM25 and dense)')
     p.add_argument('--method', default='retrieve', choices=LazyChoices(_method_choices), metavar='NAME',
                    help='the registered QA method that chooses the passages: %(choices)s (default retrieve: the --retriever top-k)')
-    p.add_argument('--sparse-weight', type=float, default=0.0, metavar='W',
+    p.add_argument('--sparse-weight', type=float, default=None, metavar='W',
                    help='--method structrag: weight of the learned sparse (SPLADE) channel in its relevance (default 0: off)')
     p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])
     p.add_argument('--max-tokens', type=int, default=256, help='answer length limit in tokens')
@@ -299,8 +299,8 @@ def _ask_cmd(args) -> int:
     if args.method in failed:
         print(f"scholarqa ask: --method {args.method} needs the optional package {failed[args.method]!r}; "
               f"install it with: pip install 'scholarqa[kg,index,embed,generate]'", file=sys.stderr); return 2
-    options = {'retriever': args.retriever} if args.method == 'retrieve' else {}
-    if args.sparse_weight: options['sparse_weight'] = args.sparse_weight
+    # the method-specific options the user gave; the method's factory refuses any it does not take
+    options = {k: v for k, v in (('retriever', args.retriever), ('sparse_weight', args.sparse_weight)) if v is not None}
     try: store = store_mod.IndexStore.load(args.index)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     try: method = answer.make_method(args.method, store, mode=args.mode, max_tokens=args.max_tokens, **options)
@@ -315,8 +315,8 @@ def _ask_cmd(args) -> int:
         print(json.dumps({'question': args.question, 'answer': ans.text, 'citations': ans.citations, 'invented': ans.invented,
                           'unsupported': ans.unsupported, 'insufficient': ans.insufficient, 'support': ans.support,
                           'hits': [hit_to_json(h) for h in ans.hits], 'backend': ans.backend, 'model': ans.model,
-                          'method': args.method, 'retriever': args.retriever if args.method == 'retrieve' else None,
-                          'sparse_weight': args.sparse_weight if args.method == 'structrag' else None,
+                          'method': args.method, 'retriever': (args.retriever or 'hybrid') if args.method == 'retrieve' else None,
+                          'sparse_weight': (args.sparse_weight or 0.0) if args.method == 'structrag' else None,
                           'mode': args.mode}, ensure_ascii=False))
         return 0
     print(ans.text + '\n')

@@ -22,7 +22,7 @@ __all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'METH
            'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences', 'resolve_citation',
            'sentence_support', 'check_citations', 'Generator', 'mmr_select', 'ExtractiveGenerator',
            'extractive_model_id', 'prompt_passages', 'ExtractiveBackend', 'Method', 'MethodOptionError',
-           'register_method', 'make_method', 'check_options', 'RetrieverMethod']
+           'register_method', 'make_method', 'check_options', 'GeneratorAnswer', 'RetrieverMethod']
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
@@ -371,16 +371,20 @@ def check_options(method: str, options: dict, allowed=()) -> None:
     if extra: raise MethodOptionError(f"--method {method} does not take {', '.join('--' + o.replace('_', '-') for o in extra)}")
 
 # %% ../../nbs/03a_answer.ipynb #ff3ff0e3
-class RetrieverMethod:
+class GeneratorAnswer:
+    "The answer step most methods share: the generator above over the chosen hits (set `encoder`, `mode`, `max_tokens`)."
+    encoder, mode, max_tokens = None, 'direct', 256    # support-check encoder (None: lexical), generator mode, answer length
+    def answer(self, question: str, hits, backend) -> Answer:
+        return Generator(backend, k=len(hits), mode=self.mode, params=GenParams(max_tokens=self.max_tokens),
+                         encoder=self.encoder).answer(question, hits)
+
+class RetrieverMethod(GeneratorAnswer):
     "A method from any retriever: its top-k passages, answered by `Generator`."
     def __init__(self, retriever, name: str = 'retrieve', encoder=None,   # encoder: the support check's (None: lexical)
                  mode: str = 'direct', max_tokens: int = 256):
         self.retriever, self.name, self.encoder, self.mode, self.max_tokens = retriever, name, encoder, mode, max_tokens
     def __repr__(self): return f'RetrieverMethod({self.retriever!r})'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
-    def answer(self, question: str, hits, backend) -> Answer:
-        return Generator(backend, k=len(hits), mode=self.mode, params=GenParams(max_tokens=self.max_tokens),
-                         encoder=self.encoder).answer(question, hits)
 
 @register_method('retrieve', 'the --retriever top-k of the index, answered by the generator')
 def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:

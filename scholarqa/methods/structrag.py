@@ -23,7 +23,7 @@ from ..retrieval.bm25 import BM25Index
 from ..retrieval.splade import SpladeRetriever
 from ..retrieval.store import IndexStore
 from ..generate.backends import GenParams, Message
-from ..generate.answer import (CONTEXT_BUDGET, Answer, Generator, MethodOptionError, answer_prompt, build_context,
+from ..generate.answer import (CONTEXT_BUDGET, Answer, GeneratorAnswer, MethodOptionError, answer_prompt, build_context,
                                       check_citations, check_options, is_insufficient, register_method)
 
 # %% auto #0
@@ -206,8 +206,9 @@ def _mm_depth(x: np.ndarray, depth: int | None = None) -> np.ndarray:
     lo, hi = float(np.partition(x, -d)[-d]), float(x.max())
     return np.clip((x - lo) / (hi - lo), 0, 1) if hi > lo else (x >= hi).astype(float)
 
-class StructRAG:
-    "StructRAG over paragraph chunks: entity + hybrid relevance → top-`pool` → source-diverse k."
+class StructRAG(GeneratorAnswer):
+    "StructRAG over paragraph chunks: entity + hybrid relevance → top-`pool` → source-diverse k; answers with 03a's generator."
+    name = 'structrag'
     def __init__(self, chunks,                      # paragraph chunks (context headers recommended)
                  vectors: np.ndarray,               # (n_chunks, d) L2-normalised chunk vectors, row i = chunks[i]
                  encoder,                           # the sentence encoder of `vectors` (query side)
@@ -314,8 +315,9 @@ def hierarchical_relevance(self: StructRAG, question: str, rel: np.ndarray, conf
     return out
 
 # %% ../../nbs/04_structrag.ipynb #132f2b3e
-class VanillaRAG:
-    "The seed's baseline: fixed-size chunks, top k by cosine similarity of MiniLM embeddings."
+class VanillaRAG(GeneratorAnswer):
+    "The seed's baseline: fixed-size chunks, top k by cosine similarity of MiniLM embeddings; answers with 03a's generator."
+    name = 'vanilla'
     def __init__(self, chunks, vectors: np.ndarray, encoder):   # vectors: (n_chunks, d), row i = chunks[i]
         self.chunks, self.vectors, self.encoder = list(chunks), vectors, encoder
     def __repr__(self): return f'VanillaRAG({len(self.chunks)} chunks)'
@@ -385,16 +387,6 @@ def generate_answer(backend, question: str, hits, structure: bool = True,
     return Answer(text, cits, [], inv, list(hits), c.backend, c.model, insufficient=is_insufficient(text), completions=[c])
 
 # %% ../../nbs/04_structrag.ipynb #021e0d29
-@patch
-def answer(self: StructRAG, question: str, hits, backend) -> Answer:
-    "Answer from the chosen passages with the shared generator (labels, section paths, checked citations)."
-    return Generator(backend, k=len(hits), mode=self.mode, params=GenParams(max_tokens=self.max_tokens),
-                     encoder=self.encoder).answer(question, hits)
-
-StructRAG.name, StructRAG.mode, StructRAG.max_tokens = 'structrag', 'direct', 256
-VanillaRAG.name, VanillaRAG.mode, VanillaRAG.max_tokens = 'vanilla', 'direct', 256
-VanillaRAG.answer = StructRAG.answer
-
 def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy': the bundled pipeline; None: gazetteer only
                         config: StructRAGConfig | None = None) -> tuple[StructRAG, VanillaRAG]:
     "The StructRAG and VanillaRAG pipelines of an index (built objects are kept on the store for later calls)."

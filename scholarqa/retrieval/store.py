@@ -114,15 +114,9 @@ def retriever(self: IndexStore, name: str = 'hybrid') -> Retriever:
     if name not in RETRIEVERS: raise ValueError(f"unknown retriever {name!r}: choose from {', '.join(RETRIEVERS)}")
     return RETRIEVERS[name](self)
 
-@register_retriever('bm25')
-def _bm25_retriever(s: IndexStore):
-    "BM25 over the chunks"
-    return s.bm25()
-
-@register_retriever('dense')
-def _dense_retriever(s: IndexStore):
-    "MiniLM vectors in FAISS (exact by default)"
-    return s.dense()
+register_retriever('bm25', 'BM25 over the chunks')(IndexStore.bm25)
+register_retriever('dense', 'MiniLM vectors in FAISS (exact by default)')(IndexStore.dense)
+register_retriever('splade', 'learned sparse vectors (bundled splade-tiny)')(IndexStore.splade)
 
 @register_retriever('hybrid')
 def _hybrid_retriever(s: IndexStore):
@@ -133,11 +127,6 @@ def _hybrid_retriever(s: IndexStore):
 def _rrf_retriever(s: IndexStore):
     "reciprocal rank fusion of BM25 and dense (k = 60)"
     return HybridRetriever([s.bm25(), s.dense()], method='rrf', rrf_k=60, depth=100)
-
-@register_retriever('splade')
-def _splade_retriever(s: IndexStore):
-    "learned sparse vectors (bundled splade-tiny)"
-    return s.splade()
 
 @register_retriever('hybrid+splade')
 def _hybrid_splade_retriever(s: IndexStore):
