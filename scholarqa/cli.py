@@ -4,12 +4,12 @@
 
 # %% ../nbs/10_cli.ipynb #b82267c7
 from __future__ import annotations
-import argparse, importlib, json, pkgutil, sys, time
+import argparse, importlib, json, pkgutil, re, sys, time
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoices', 'method_modules', 'load_methods',
-           'build_parser', 'main', 'cli_main']
+           'read_questions', 'snippet', 'print_hits', 'build_parser', 'main', 'cli_main']
 
 # %% ../nbs/10_cli.ipynb #29f94d8c
 class MissingExtra(RuntimeError):
@@ -203,26 +203,82 @@ def _index_cmd(args) -> int:
 def _add_search(sub) -> None:
     s = sub.add_parser('search', help='search an index', description='Print the top-k chunks of INDEX_DIR for QUERY.')
     s.add_argument('index', metavar='INDEX_DIR')
-    s.add_argument('query', metavar='QUERY')
+    s.add_argument('query', metavar='QUERY', nargs='?', help='the query (or --questions)')
+    s.add_argument('--questions', metavar='FILE.jsonl', default=None,
+                   help='answer every line {"id", "question"} of FILE (start-up paid once); prints one JSON object per line')
     s.add_argument('-k', type=int, default=10, help='number of hits (default 10)')
     s.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
                    help='a registered retriever: %(choices)s (default hybrid: min-max score fusion of BM25 and dense)')
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
     s.set_defaults(func=_search_cmd)
 
+def read_questions(path) -> list[dict]:
+    "Lines of a JSONL question file as [{'id', 'question'}] or [{'id', 'error'}] for a line that cannot be used (batch goes on)."
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
+        if not line.strip(): continue
+        try:
+            rec = json.loads(line)
+            q = rec.get('question', rec.get('query')) if isinstance(rec, dict) else None
+            if not isinstance(q, str) or not q.strip(): raise ValueError('no non-empty "question" (or "query") string')
+            out.append({'id': str(rec.get('id', f'line {n}')), 'question': q})
+        except ValueError as e: out.append({'id': f'line {n}', 'error': f'{path}, line {n}: {e}'})
+    return out
+
+def _hit_json(store, h) -> dict:
+    "`hit_to_json` plus the paper's title and year from the index's paper list."
+    from scholarqa.retrieval.base import hit_to_json
+    info = store.meta.get('papers', {}).get(h.chunk.paper_id, {})
+    return {**hit_to_json(h), 'title': info.get('title', ''), 'year': info.get('year')}
+
+def snippet(text: str, query: str, width: int = 220) -> str:
+    "About `width` characters of `text` around the first place where the query's words (3+ letters) occur."
+    text = ' '.join(text.split())
+    words = [w for w in re.findall(r'[a-z0-9]{3,}', query.lower())]
+    hits = [m.start() for w in words for m in [re.search(r'\b' + re.escape(w), text.lower())] if m]
+    start = max(0, min(hits) - width // 4) if hits else 0
+    s = text[start:start + width]
+    return ('…' if start else '') + s + ('…' if start + width < len(text) else '')
+
+def print_hits(store, hits, query: str, file=None) -> None:
+    "Hits as a reader wants them: rank, score, title (year), section trail, snippet, label."
+    for r, h in enumerate(hits, 1):
+        j = _hit_json(store, h)
+        year = f" ({j['year']})" if j.get('year') else ''
+        trail = ' > '.join(j['section']['titles']) or f"section {j['section']['path']}"
+        print(f"{r:>3}. {j['title'] or j['paper_id']}{year}   score {h.score:.3f}\n     § {trail}\n     {snippet(h.chunk.text, query)}"
+              f"\n     [{h.chunk.label or h.chunk.id}]", file=file or sys.stdout)
+
+def _one_or_batch(args, cmd: str):
+    "(questions, error): exactly one of QUERY / --questions."
+    text = args.query if cmd == 'search' else args.question
+    if (text is None) == (args.questions is None): return None, f'scholarqa {cmd}: give a question or --questions FILE (not both)'
+    if args.questions is None:
+        if not text.strip(): return None, f'scholarqa {cmd}: the question is empty'
+        return [{'id': '1', 'question': text}], None
+    try: return read_questions(args.questions), None
+    except (OSError, UnicodeDecodeError) as e: return None, f'scholarqa {cmd}: cannot read {args.questions}: {e}'
+
 def _search_cmd(args) -> int:
     store_mod = need('scholarqa.retrieval.store', 'index,embed', 'search')
-    from scholarqa.retrieval.base import hit_to_json
-    if not args.query.strip(): print('scholarqa search: the query is empty', file=sys.stderr); return 2
+    qs, err = _one_or_batch(args, 'search')
+    if err: print(err, file=sys.stderr); return 2
     if args.k < 1: print('scholarqa search: -k must be at least 1', file=sys.stderr); return 2
     try: store = store_mod.IndexStore.load(args.index)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2
-    hits = store.retriever(args.retriever).retrieve(args.query, args.k)
-    if args.json: print(json.dumps([hit_to_json(h) for h in hits], ensure_ascii=False))
-    else:
-        for r, h in enumerate(hits, 1):
-            print(f'{r:>3}  {h.score:8.4f}  {h.chunk.label or h.chunk.id}\n     {" ".join(h.chunk.text.split())[:200]}')
-    return 0
+    ret = store.retriever(args.retriever)
+    if args.questions is None:
+        hits = ret.retrieve(args.query, args.k)
+        if args.json: print(json.dumps([_hit_json(store, h) for h in hits], ensure_ascii=False))
+        else: print_hits(store, hits, args.query)
+        return 0
+    bad = 0
+    for q in qs:
+        if 'error' in q: bad += 1; print(json.dumps(q, ensure_ascii=False)); continue
+        hits = ret.retrieve(q['question'], args.k)
+        print(json.dumps({**q, 'hits': [_hit_json(store, h) for h in hits]}, ensure_ascii=False), flush=True)
+    if bad: print(f'scholarqa search: {bad} of {len(qs)} lines could not be read (see their "error")', file=sys.stderr)
+    return 1 if bad else 0
 
 def _add_adapt(sub) -> None:
     a = sub.add_parser('adapt', help='fine-tune the sentence encoder on a corpus (inverse cloze task)',
@@ -259,7 +315,9 @@ def _add_ask(sub) -> None:
     p = sub.add_parser('ask', help='answer a question from an index, citing the retrieved paragraphs',
                        description='Retrieve passages of INDEX_DIR for QUESTION with a QA method and answer from them with citations.')
     p.add_argument('index', metavar='INDEX_DIR', help='index folder written by `scholarqa index`')
-    p.add_argument('question', metavar='QUESTION')
+    p.add_argument('question', metavar='QUESTION', nargs='?', help='the question (or --questions)')
+    p.add_argument('--questions', metavar='FILE.jsonl', default=None,
+                   help='answer every line {"id", "question"} of FILE (models loaded once); prints one JSON object per line')
     p.add_argument('--backend', '--generator', dest='backend', default='llama_cpp', choices=BACKEND_CHOICES,
                    help='the LLM that writes the answer (default: llama_cpp, the bundled SmolLM2-135M); extractive needs no LLM. '
                         '--generator is the older name of this option')
@@ -292,8 +350,8 @@ def _ask_cmd(args) -> int:
     store_mod = need('scholarqa.retrieval.store', 'index,embed,generate', 'ask')
     answer = need('scholarqa.generate.answer', 'index,embed,generate', 'ask')
     from scholarqa.generate.backends import BackendError, make_backend
-    from scholarqa.retrieval.base import hit_to_json
-    if not args.question.strip(): print('scholarqa ask: the question is empty', file=sys.stderr); return 2
+    qs, err = _one_or_batch(args, 'ask')
+    if err: print(err, file=sys.stderr); return 2
     if args.k < 1: print('scholarqa ask: -k must be at least 1', file=sys.stderr); return 2
     failed = load_methods()
     if args.method in failed:
@@ -307,25 +365,39 @@ def _ask_cmd(args) -> int:
     except answer.MethodOptionError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     try: backend = make_backend(args.backend, **_backend_kwargs(args, store))
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
-    try: hits = method.retrieve(args.question, args.k)
+
+    def one(question: str) -> dict:
+        hits = method.retrieve(question, args.k)
+        ans = method.answer(question, hits, backend)
+        return {'question': question, 'answer': ans.text, 'citations': ans.citations, 'invented': ans.invented,
+                'unsupported': ans.unsupported, 'insufficient': ans.insufficient, 'support': ans.support,
+                'hits': [_hit_json(store, h) for h in ans.hits], 'backend': ans.backend, 'model': ans.model,
+                'method': args.method, 'retriever': (args.retriever or 'hybrid') if args.method == 'retrieve' else None,
+                'sparse_weight': (args.sparse_weight or 0.0) if args.method == 'structrag' else None, 'mode': args.mode}
+
+    if args.questions is not None:
+        bad = 0
+        for q in qs:
+            if 'error' not in q:
+                try: q = {'id': q['id'], **one(q['question'])}
+                except (BackendError, FileNotFoundError, ValueError) as e: q = {**q, 'error': f'{type(e).__name__}: {e}'}
+            bad += 'error' in q
+            print(json.dumps(q, ensure_ascii=False), flush=True)
+        if bad: print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")', file=sys.stderr)
+        return 1 if bad else 0
+    try: res = one(args.question)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    try: ans = method.answer(args.question, hits, backend)
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
     if args.json:
-        print(json.dumps({'question': args.question, 'answer': ans.text, 'citations': ans.citations, 'invented': ans.invented,
-                          'unsupported': ans.unsupported, 'insufficient': ans.insufficient, 'support': ans.support,
-                          'hits': [hit_to_json(h) for h in ans.hits], 'backend': ans.backend, 'model': ans.model,
-                          'method': args.method, 'retriever': (args.retriever or 'hybrid') if args.method == 'retrieve' else None,
-                          'sparse_weight': (args.sparse_weight or 0.0) if args.method == 'structrag' else None,
-                          'mode': args.mode}, ensure_ascii=False))
-        return 0
-    print(ans.text + '\n')
-    for c in ans.citations:
+        print(json.dumps(res, ensure_ascii=False)); return 0
+    print(res['answer'] + '\n')
+    for c in res['citations']:
         print(f"  [{c['label']}] {c['source_id'] or c['paper_id']}, section {c['section']['path']}, paragraph {c['paragraph']}")
-    for l in ans.invented: print(f'  warning: cites {l}, which was not retrieved')
-    for u in ans.unsupported: print(f"  warning: weakly supported ({u['score']:.2f}): {u['sentence']}")
-    print(f'  ({ans.backend}: {ans.model})')
+    for l in res['invented']: print(f'  warning: cites {l}, which was not retrieved')
+    for u in res['unsupported']: print(f"  warning: weakly supported ({u['score']:.2f}): {u['sentence']}")
+    print(f"  ({res['backend']}: {res['model']})")
     return 0
+
 
 # %% ../nbs/10_cli.ipynb #70f5a69a
 SUBCOMMANDS = [_add_ingest, _add_kg, _add_index, _add_search, _add_adapt, _add_ask]
@@ -339,6 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     "Entry point of the `scholarqa` command: parse, run the subcommand, return its exit status."
+    from scholarqa.measure import quiet_openmp
+    quiet_openmp()            # before anything imports torch: idle OpenMP threads sleep instead of spinning (00h_measure)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None): parser.print_help(); return 2

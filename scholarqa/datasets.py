@@ -14,8 +14,6 @@ import io
 import json
 import numpy as np
 import os
-import platform
-import random
 import re
 import sys
 import time
@@ -35,8 +33,7 @@ __all__ = ['DATASETS', 'UNARXIVE_FILE', 'S2ORC_FILES', 'QASPER_FILE', 'QASPER_RE
            'load_qasper_native_fixture', 'split_options', 'leval_dataset', 'load_leval_scientific_qa',
            'load_leval_paper_assistant', 'quality_official_questions', 'load_quality', 'load_narrativeqa',
            'load_pubmedqa', 'load_pubmedqa_artificial', 'dedupe_by_pid', 'same_text_groups', 'edges_by_source_id',
-           'load_citeseer', 'load_openalex', 'read_coauthor_pairs', 'load_aan', 'load_cora', 'file_hash',
-           'package_versions', 'set_seeds', 'RunRecord', 'demo_dir', 'load_demo']
+           'load_citeseer', 'load_openalex', 'read_coauthor_pairs', 'load_aan', 'load_cora', 'demo_dir', 'load_demo']
 
 # %% ../nbs/00f_datasets.ipynb #a6db043b
 @dataclass
@@ -493,82 +490,6 @@ def load_cora(data_dir, **kw) -> Dataset:
     pairs = json.loads(read_bytes(root / 'paper_references.json.gz'))
     return Dataset('cora', papers, edges=edges_by_source_id(papers, 'cora'), errors=errors,
                    metadata={'reference_pairs': len(pairs), 'self_citations': sum(str(a) == str(b) for a, b in pairs)})
-
-# %% ../nbs/00f_datasets.ipynb #83f5de80
-def file_hash(path, nbytes: int = 16) -> str:
-    "blake2b of a file's bytes (hex)."
-    h = hashlib.blake2b(digest_size=nbytes)
-    with open(path, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
-    return h.hexdigest()
-
-def package_versions(names=('scholarqa', 'numpy', 'pandas', 'torch', 'spacy', 'sentence-transformers', 'pymupdf', 'pypdf',
-                            'rdflib', 'faiss-cpu', 'torch-geometric', 'llama-cpp-python')) -> dict:
-    "Installed versions of the packages that can change a result (absent ones are left out)."
-    from importlib.metadata import version, PackageNotFoundError
-    out = {}
-    for n in names:
-        try: out[n] = version(n)
-        except PackageNotFoundError: pass
-    return out
-
-def set_seeds(seed: int) -> int:
-    "Seed Python, NumPy and (when installed) torch; returns the seed so it can be recorded."
-    random.seed(seed)
-    try:
-        import numpy as np; np.random.seed(seed)
-    except ImportError: pass
-    if 'torch' in sys.modules:
-        import torch; torch.manual_seed(seed)
-    return seed
-
-@dataclass
-class RunRecord:
-    "Collects what a notebook run did; `save()` writes `<out_dir>/run_record_<notebook>.json`."
-    notebook: str
-    out_dir: Path
-    params: dict = field(default_factory=dict)
-    seeds: dict = field(default_factory=dict)
-    data_files: dict = field(default_factory=dict)    # path -> blake2b
-    models: dict = field(default_factory=dict)        # role -> model id / file hash
-    outputs: list = field(default_factory=list)       # files this run wrote
-    notes: dict = field(default_factory=dict)
-    started: float = field(default_factory=time.time)
-
-    def add_data(self, *paths) -> None:
-        "Record input files (folders: every file below them) with their hashes."
-        for p in map(Path, paths):
-            files = sorted(f for f in p.rglob('*') if f.is_file()) if p.is_dir() else [p]
-            for f in files: self.data_files[str(f)] = file_hash(f)
-
-    def table(self, df, name: str, floatfmt: str = '.3f', index: bool = False) -> Path:
-        "Write `df` as `<name>.csv` and `<name>.md` in the output folder; returns the CSV path."
-        out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / f'{name}.csv', df.to_csv(index=index))
-        atomic_write_text(out / f'{name}.md', df.to_markdown(index=index, floatfmt=floatfmt) + '\n')
-        self.outputs += [f'{name}.csv', f'{name}.md']
-        return out / f'{name}.csv'
-
-    def figure(self, fig, name: str, dpi: int = 120) -> Path:
-        "Save a matplotlib figure as `<name>.png` (fixed dpi, no timestamp metadata, so reruns are byte-stable)."
-        import io
-        out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
-        buf = io.BytesIO()
-        fig.savefig(buf, format='png', dpi=dpi, bbox_inches='tight', metadata={'Software': None})
-        atomic_write_bytes(out / f'{name}.png', buf.getvalue())
-        self.outputs.append(f'{name}.png')
-        return out / f'{name}.png'
-
-    def save(self) -> Path:
-        "Write the run record (JSON) next to the outputs."
-        rec = {'notebook': self.notebook, 'params': self.params, 'seeds': self.seeds, 'data_files': self.data_files,
-               'models': self.models, 'outputs': sorted(set(self.outputs)), 'notes': self.notes,
-               'wall_time_s': round(time.time() - self.started, 2), 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-               'python': sys.version.split()[0], 'platform': platform.platform(), 'packages': package_versions()}
-        out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
-        path = out / f'run_record_{self.notebook}.json'
-        atomic_write_text(path, json.dumps(rec, indent=1, sort_keys=True, default=str))
-        return path
 
 # %% ../nbs/00f_datasets.ipynb #a984d569
 def demo_dir() -> Path:

@@ -168,7 +168,9 @@ def test_cli_human_output_rerun_and_errors(demo_index, tmp_path):
     r = scholarqa('search', root / 'index', 'sentence embeddings', '-k', '2', '--retriever', 'bm25')
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].split()[0] == '1' and lines[0].split()[2].startswith('Paper-') and len(lines) == 4
+    # per hit: rank. title (year) and score / section trail / snippet with the query's words / [label]
+    assert len(lines) == 8 and lines[0].startswith('  1. ') and 'score' in lines[0] and lines[1].strip().startswith('§ ')
+    assert 'embedding' in lines[2].lower() and lines[3].strip().startswith('[Paper-') and lines[4].startswith('  2. ')
     # indexing the same corpus again encodes nothing
     r = scholarqa('index', root / 'corpus', '--out', root / 'index', '--json')
     assert r.returncode == 0, r.stderr[-2000:]

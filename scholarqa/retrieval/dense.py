@@ -16,13 +16,15 @@ from fastcore.basics import patch
 import pandas as pd
 import time
 from tqdm.auto import tqdm
+from ..measure import QUERY_THREADS, query_threads
 from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, split_sentences
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
-__all__ = ['ICT_RECORD', 'default_embedding_model', 'model_identity', 'default_cache_dir', 'EmbeddingCache', 'Encoder',
-           'onnx_available', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'VectorIndex', 'ann_recall',
-           'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
+__all__ = ['ICT_RECORD', 'QUERY_BATCH', 'PARITY_TEXTS', 'PARITY_MIN_COSINE', 'default_embedding_model', 'model_identity',
+           'default_cache_dir', 'EmbeddingCache', 'Encoder', 'onnx_available', 'export_onnx', 'quantize_onnx',
+           'encoder_benchmark', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex', 'ann_recall', 'chunk_int_id',
+           'DenseRetriever', 'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -137,6 +139,8 @@ class Encoder:
         return blake2b_hex(self.cache_id + '\x00' + text, 16)
 
 # %% ../../nbs/02d_dense.ipynb #3395c900
+QUERY_BATCH = 8      # at most this many uncached texts are encoded on the single-query thread setting
+
 @patch
 def _embed(self: Encoder, texts: list[str]) -> np.ndarray:
     "One batch through the model: (len(texts), dim) float32, unit length."
@@ -172,7 +176,8 @@ def encode(self: Encoder, texts, use_cache: bool = True) -> np.ndarray:
     if not texts: return self._concat([])
     if not use_cache:
         self.stats['encoded'] += len(texts)
-        return self._encode_batches(texts)
+        if len(texts) > QUERY_BATCH: return self._encode_batches(texts)
+        with query_threads(): return self._encode_batches(texts)
     keys = [self.text_key(t) for t in texts]
     todo = {k: t for k, t in zip(keys, texts) if k not in self.cache}     # unique missing texts
     if todo: self.cache.put(list(todo), self._encode_batches(list(todo.values()))); self.cache.flush()
@@ -288,6 +293,71 @@ def encoder_benchmark(texts: list[str], queries: list[str],
                 f'top{k}_overlap': float(np.mean([len(set(a) & set(c)) / k for a, c in zip(top, base[1])]))}
         rows.append(row)
     return pd.DataFrame(rows)
+
+# %% ../../nbs/02d_dense.ipynb #c316335a
+PARITY_TEXTS = ('How do citation graphs help retrieval for scientific question answering?', 'BM25',
+                'Which sentence encoder was used, and how was it fine-tuned on the corpus?',
+                'graph neural networks over heterogeneous author, paper and venue nodes ' * 8)
+PARITY_MIN_COSINE = 0.9999   # below this the ONNX query vectors are not the PyTorch ones: no query encoder is written
+
+class OnnxQueryEncoder:
+    "Query-only sentence encoder from an exported folder (model.onnx, tokenizer.json, encoder.json); needs no PyTorch."
+    def __init__(self, folder, threads: int = QUERY_THREADS):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+        self.folder = Path(folder)
+        self.info = json.loads((self.folder / 'encoder.json').read_text(encoding='utf-8'))
+        self.model_id, self.dim, self.max_seq_length = self.info['model_id'], int(self.info['dim']), int(self.info['max_seq_length'])
+        self.name, self.backend = self.info.get('name', self.model_id), 'onnx-query'
+        self.tok = Tokenizer.from_file(str(self.folder / 'tokenizer.json'))
+        self.tok.enable_truncation(max_length=self.max_seq_length)
+        self.tok.enable_padding(pad_id=self.info['pad_id'], pad_token=self.info['pad_token'])
+        so = ort.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = threads, 1, 3
+        so.add_session_config_entry('session.intra_op.allow_spinning', '0')
+        self.session = ort.InferenceSession(str(self.folder / 'model.onnx'), so, providers=['CPUExecutionProvider'])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.stats = {'encoded': 0, 'cached': 0, 'truncated': 0}
+
+    def __repr__(self): return f'OnnxQueryEncoder({self.model_id}, dim={self.dim}, folder={self.folder})'
+
+    def encode(self, texts, use_cache: bool = False) -> np.ndarray:
+        "Query vectors (n, dim) float32, unit length (no cache: queries are one-off strings)."
+        texts = list(texts)
+        if not texts: return np.zeros((0, self.dim), np.float32)
+        encs = self.tok.encode_batch(texts)
+        feed = {'input_ids': [e.ids for e in encs], 'attention_mask': [e.attention_mask for e in encs],
+                'token_type_ids': [e.type_ids for e in encs]}
+        v = self.session.run(None, {n: np.asarray(feed[n], np.int64) for n in self.inputs})[0]
+        self.stats['encoded'] += len(texts)
+        return np.asarray(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12), np.float32)
+
+    def encode_chunks(self, chunks):
+        raise TypeError(f'{self!r} only encodes queries; chunks are encoded with the PyTorch Encoder that built the index')
+
+# %% ../../nbs/02d_dense.ipynb #88d24e83
+def export_query_encoder(encoder: Encoder, out_dir, texts=PARITY_TEXTS) -> dict:
+    "Write `encoder` as a PyTorch-free query encoder into `out_dir` (replaced atomically); returns its encoder.json."
+    import shutil, tempfile
+    out = Path(out_dir)
+    tmp = Path(tempfile.mkdtemp(prefix='.query_encoder-', dir=out.parent if out.parent.exists() else None))
+    try:
+        export_onnx(encoder.st, tmp / 'model.onnx')
+        encoder.tokenizer.backend_tokenizer.save(str(tmp / 'tokenizer.json'))
+        info = {'model_id': encoder.model_id, 'name': encoder.name, 'dim': encoder.dim, 'max_seq_length': encoder.max_seq_length,
+                'pad_id': int(encoder.tokenizer.pad_token_id or 0), 'pad_token': encoder.tokenizer.pad_token or '[PAD]'}
+        atomic_write_json(tmp / 'encoder.json', info)
+        a, b = encoder.encode(list(texts), use_cache=False), OnnxQueryEncoder(tmp).encode(list(texts))
+        info['parity'] = {'texts': len(texts), 'min_cosine': round(float((a * b).sum(1).min()), 7),
+                          'max_abs_diff': float(np.abs(a - b).max())}
+        if info['parity']['min_cosine'] < PARITY_MIN_COSINE:
+            raise ValueError(f"ONNX query vectors disagree with PyTorch (min cosine {info['parity']['min_cosine']}): not written")
+        atomic_write_json(tmp / 'encoder.json', info)
+        if out.exists(): shutil.rmtree(out)
+        os.replace(tmp, out)
+        return info
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
 
 # %% ../../nbs/02d_dense.ipynb #def9fdff
 def _faiss():

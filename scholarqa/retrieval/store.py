@@ -4,13 +4,14 @@
 
 # %% ../../nbs/02g_store.ipynb #5d16c040
 from __future__ import annotations
-import json, shutil, tempfile, time
+import json, shutil, tempfile, time, warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 
+from ..measure import time_calls
 from ..doc import atomic_write_json, atomic_write_text, corpus_hash
 from ..ingest import Corpus
 from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text, chunk_source_id, read_chunks,
@@ -19,16 +20,19 @@ from .chunk import chunk_corpus
 from .bm25 import BM25Index
 from .fusion import HybridRetriever
 from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever, VectorIndex, ann_recall, chunk_int_id,
-                                       default_embedding_model, model_identity)
+                                       default_embedding_model, model_identity, OnnxQueryEncoder,
+                                       export_query_encoder, onnx_available)
 from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
-__all__ = ['INDEX_META', 'INDEX_VERSION', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID', 'RECOMMENDED_HYBRID', 'IndexStore',
-           'build_index', 'indexing_throughput', 'recommended_hybrid', 'speed_table']
+__all__ = ['INDEX_META', 'INDEX_VERSION', 'QUERY_ENCODER_DIR', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID', 'RECOMMENDED_HYBRID',
+           'SPEED_TIMING_COLUMNS', 'IndexStore', 'build_index', 'indexing_throughput', 'recommended_hybrid',
+           'speed_corpus', 'speed_retrievers', 'latency_rows', 'speed_table']
 
 # %% ../../nbs/02g_store.ipynb #ada0da3c
 INDEX_META = 'meta.json'
 INDEX_VERSION = 1
+QUERY_ENCODER_DIR = 'query_encoder'                               # the PyTorch-free query encoder inside an index
 DEFAULT_CHUNKER_OPTS = {'context_header': True}                    # what build_index uses when chunker_opts is None
 STORE_HYBRID = dict(method='score', norm='minmax', depth=100)      # the fusion behind IndexStore.retriever('hybrid')
 
@@ -59,6 +63,7 @@ class IndexStore:
     def __init__(self, path, chunks: list[Chunk], meta: dict, encoder: Encoder | None = None, vindex: VectorIndex | None = None):
         self.path, self.chunks, self.meta = Path(path), list(chunks), meta
         self._encoder, self._vindex, self._dense, self._bm25, self._splade = encoder, vindex, None, None, None
+        self._qenc = encoder          # an encoder given by the caller also encodes the queries
 
     def __len__(self): return len(self.chunks)
     def __repr__(self):
@@ -89,10 +94,39 @@ class IndexStore:
 def dense(self: IndexStore) -> DenseRetriever:
     "The dense retriever over this index (reconciled with chunks.jsonl on first use)."
     if self._dense is None:
-        vi = self._vindex or VectorIndex(self.encoder.dim, self.meta['index']['kind'], **self.meta['index']['params'])
-        self._dense = DenseRetriever(self.chunks, self.encoder, index=vi)
+        complete = self._vindex is not None and self._vindex.ids == {chunk_int_id(c.id) for c in self.chunks}
+        enc = self.query_encoder() if complete else self.encoder    # nothing to encode but queries: the light encoder will do
+        vi = self._vindex or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params'])
+        self._dense = DenseRetriever(self.chunks, enc, index=vi)
         self._vindex = self._dense.index
     return self._dense
+
+@patch
+def query_encoder(self: IndexStore):
+    "The encoder for queries: the index's PyTorch-free `query_encoder/` when it matches the index's model, else `encoder`."
+    if self._qenc is None:
+        d = self.path / QUERY_ENCODER_DIR
+        try:
+            if json.loads((d / 'encoder.json').read_text())['model_id'] == self.meta['model_id']: self._qenc = OnnxQueryEncoder(d)
+        except (OSError, ValueError, KeyError, ImportError): pass   # absent, stale or no onnxruntime: PyTorch encodes queries
+        if self._qenc is None: self._qenc = self.encoder
+    return self._qenc
+
+@patch
+def _ensure_query_encoder(self: IndexStore) -> None:
+    "Export the PyTorch-free query encoder if the index wants one and lacks a current one; the outcome goes into meta.json."
+    if not self.meta.get('query_encoder_wanted', True): return
+    d = self.path / QUERY_ENCODER_DIR
+    try: current = json.loads((d / 'encoder.json').read_text())
+    except (OSError, ValueError): current = {}
+    if current.get('model_id') == self.meta['model_id']: return
+    if not onnx_available():
+        self.meta['query_encoder'] = {'error': "not exported: needs onnx and onnxruntime (pip install 'scholarqa[index]')"}; return
+    try: self.meta['query_encoder'] = {k: v for k, v in export_query_encoder(self.encoder, d).items() if k in ('model_id', 'parity')}
+    except (ValueError, RuntimeError, NotImplementedError, OSError) as e:
+        warnings.warn(f'{self.path}: no PyTorch-free query encoder ({e}); queries will be encoded with PyTorch')
+        self.meta['query_encoder'] = {'error': str(e)}
+    self._qenc = None
 
 @patch
 def splade(self: IndexStore, encoder: SpladeEncoder | None = None) -> SpladeRetriever:
@@ -190,17 +224,21 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     opts = dict(self.meta['chunker_opts'])
     if self.meta['chunker'] == 'semantic': opts.setdefault('embed', enc.encode)
     new_chunks = chunk_corpus(new, self.meta['chunker'], tokenizer=enc.tokenizer, progress=progress, **opts)
-    dense = self.dense()
+    if self._dense is None or self._dense.encoder is not enc:      # adding chunks needs the PyTorch encoder
+        vi = self._vindex or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params'])
+        self._dense = DenseRetriever(self.chunks, enc, index=vi); self._vindex = self._dense.index
+    dense = self._dense
     removed = dense.remove([c.id for c in self.chunks if c.paper_id in gone])
     self.chunks = [c for c in self.chunks if c.paper_id not in gone] + new_chunks
     dense.add(new_chunks)
     self._bm25 = None                                            # rebuilt from the new chunk list when next asked for
     info = self.meta.setdefault('papers', {})
     for pid in gone: info.pop(pid, None)
-    for p in new: info[p.id] = {'source_id': chunk_source_id(p), 'title': p.title, 'chunks': 0}
+    for p in new: info[p.id] = {'source_id': chunk_source_id(p), 'title': p.title, 'year': p.year, 'chunks': 0}
     for c in new_chunks: info[c.paper_id]['chunks'] += 1
     self.meta['counts'] = {'papers': len(info), 'chunks': len(self.chunks), 'vectors': len(self._vindex)}
     self.meta['corpus_hash'] = corpus_hash(info)
+    self._ensure_query_encoder()
     self.save()
     return {'added_papers': len(new), 'removed_papers': len(gone), 'unchanged_papers': len(given) - len(new),
             'added_chunks': len(new_chunks), 'removed_chunks': removed,
@@ -213,7 +251,8 @@ def build_index(corpus_or_papers, out_dir,
                 encoder: Encoder | None = None,  # a loaded encoder (its cache is used as is); overrides `model`
                 index_kind: str = 'flat', index_opts: dict | None = None,
                 chunker_opts: dict | None = None,  # None = DEFAULT_CHUNKER_OPTS (contextual headers on); {} = plain chunks
-                progress: bool = False) -> IndexStore:
+                progress: bool = False,
+                query_encoder: bool = True) -> IndexStore:   # also write the PyTorch-free query encoder (needs onnx)
     "Index papers into `out_dir`; an existing index there built the same way is updated incrementally."
     out = Path(out_dir)
     if chunker_opts is None: chunker_opts = dict(DEFAULT_CHUNKER_OPTS)
@@ -234,7 +273,7 @@ def build_index(corpus_or_papers, out_dir,
             'model': _store_model_name(enc.name if encoder is not None else model),
             'model_id': enc.model_id, 'dim': enc.dim, 'max_seq_length': enc.max_seq_length, 'backend': enc.backend,
             'index': {'kind': index_kind, 'params': vi.params}, 'bm25': 'rebuilt from chunks.jsonl on load',
-            'papers': {}, 'counts': {}, 'corpus_hash': ''}
+            'papers': {}, 'counts': {}, 'corpus_hash': '', 'query_encoder_wanted': bool(query_encoder)}
     out.mkdir(parents=True, exist_ok=True)
     store = IndexStore(out, [], meta, enc, vi)
     store.update(corpus_or_papers, progress=progress)
@@ -279,44 +318,58 @@ def recommended_hybrid(chunks, encoder: Encoder, **overrides) -> HybridRetriever
     return h
 
 # %% ../../nbs/02g_store.ipynb #642fa5d0
-def _speed_percentiles(fn, queries) -> tuple[float, float]:
-    "p50 and p95 wall time (ms) of fn(q) over the queries, after one warm-up call."
-    fn(queries[0]); ts = []
-    for q in queries:
-        t0 = time.perf_counter(); fn(q); ts.append(1e3 * (time.perf_counter() - t0))
-    return float(np.percentile(ts, 50)), float(np.percentile(ts, 95))
-
-def speed_table(texts, vecs, queries, encoder: Encoder, sizes=(1000,), seed: int = 0, k: int = 10,
-                noise: float = 0.05) -> tuple['pd.DataFrame', 'pd.DataFrame']:
-    "Build/query timings and memory of BM25, dense (flat FAISS) and RRF hybrid on corpora of `sizes` chunks sampled from real texts, plus ANN recall."
-    import pandas as pd, psutil
-    rng, proc = np.random.default_rng(seed), psutil.Process()
+def speed_corpus(texts, vecs, n: int, seed: int = 0, noise: float = 0.05) -> tuple[list, np.ndarray, bool]:
+    "n chunks drawn from real texts with their vectors; beyond the pool, resampled vectors + Gaussian noise (returns real=False)."
+    rng = np.random.default_rng(seed)
     texts, vecs = list(texts), np.asarray(vecs, np.float32)             # vecs: (n_pool, dim)
-    rows, ann = [], []
+    real = n <= len(texts)
+    pick = rng.choice(len(texts), n, replace=not real)
+    V = vecs[pick].copy()                                              # (n, dim)
+    if not real:
+        V += noise * rng.standard_normal(V.shape).astype(np.float32); V /= np.linalg.norm(V, axis=1, keepdims=True)
+    return [Chunk(f'speed-{n}-{j}', texts[i], f'speed-{i}', '1', [], 0, 0) for j, i in enumerate(pick)], V, real
+
+def speed_retrievers(chunks, V, query_encoder) -> tuple[dict, dict]:
+    "BM25, dense (flat FAISS, vectors given), the store's hybrid and RRF over `chunks`; and each one's build seconds and memory (MB)."
+    import psutil
+    proc = psutil.Process()
+    rss0 = proc.memory_info().rss; t0 = time.perf_counter()
+    bm = BM25Index(chunks); t_bm = time.perf_counter() - t0; rss1 = proc.memory_info().rss
+    vi = VectorIndex(query_encoder.dim); t0 = time.perf_counter()
+    vi.add([chunk_int_id(c.id) for c in chunks], V); t_vi = time.perf_counter() - t0; rss2 = proc.memory_info().rss
+    de = DenseRetriever(chunks, query_encoder, index=vi)                # every vector is already in the index: only queries are encoded
+    rets = {'bm25': bm, 'dense': de, 'hybrid': HybridRetriever([bm, de], **STORE_HYBRID),
+            'rrf': HybridRetriever([bm, de], method='rrf', rrf_k=60, depth=100)}
+    mb = lambda b: round(b / 2**20, 3)
+    cost = {'bm25': (t_bm, mb(rss1 - rss0)), 'dense': (t_vi, mb(rss2 - rss1)), 'hybrid': (t_bm + t_vi, mb(rss2 - rss0)),
+            'rrf': (t_bm + t_vi, mb(rss2 - rss0))}
+    return rets, cost
+
+def latency_rows(retrievers: dict, queries, k: int = 10, warmup: int = 3, **labels) -> list[dict]:
+    "One row per retriever: `labels`, then `time_calls` of a single query (n, p50/p95 ms, others' load, threads)."
+    return [{**labels, 'retriever': name, **time_calls(lambda q: r.retrieve(q, k), list(queries), warmup=warmup)}
+            for name, r in retrievers.items()]
+
+def speed_table(texts, vecs, queries, query_encoder, sizes=(1000,), seed: int = 0, k: int = 10,
+                noise: float = 0.05) -> tuple['pd.DataFrame', 'pd.DataFrame']:
+    "Build cost and single-query latency of BM25, dense, hybrid and RRF on corpora of `sizes` chunks, plus ANN recall and speed."
+    import pandas as pd
+    rows, ann, qs = [], [], list(queries)
     for n in sizes:
-        real = n <= len(texts)
-        pick = rng.choice(len(texts), n, replace=not real)
-        V = vecs[pick].copy()                                              # (n, dim)
-        if not real:
-            V += noise * rng.standard_normal(V.shape).astype(np.float32); V /= np.linalg.norm(V, axis=1, keepdims=True)
-        chunks = [Chunk(f'speed-{n}-{j}', texts[i], f'speed-{i}', '1', [], 0, 0) for j, i in enumerate(pick)]
-        rss0 = proc.memory_info().rss; t0 = time.perf_counter()
-        bm = BM25Index(chunks); t_bm = time.perf_counter() - t0; rss1 = proc.memory_info().rss
-        vi = VectorIndex(encoder.dim); t0 = time.perf_counter()
-        vi.add([chunk_int_id(c.id) for c in chunks], V); t_vi = time.perf_counter() - t0; rss2 = proc.memory_info().rss
-        de = DenseRetriever(chunks, encoder, index=vi)                     # every vector is already in the index: nothing encoded
-        hy = HybridRetriever([bm, de], 'rrf')
-        qs = list(queries)
-        for name, r, build, mem in (('bm25', bm, t_bm, rss1 - rss0), ('dense', de, t_vi, rss2 - rss1), ('hybrid (rrf)', hy, t_bm + t_vi, rss2 - rss0)):
-            p50, p95 = _speed_percentiles(lambda q: r.retrieve(q, k), qs)
-            rows.append({'chunks': n, 'vectors': 'real' if real else 'synthetic', 'retriever': name, 'build_s': build,
-                         'query_ms_p50': p50, 'query_ms_p95': p95, 'index_rss_mb': mem / 2**20})
-        Q = encoder.encode(qs, use_cache=False)                            # (n_q, dim)
+        chunks, V, real = speed_corpus(texts, vecs, n, seed, noise)
+        rets, cost = speed_retrievers(chunks, V, query_encoder)
+        for r in latency_rows(rets, qs, k, chunks=n, vectors='real' if real else 'synthetic'):
+            rows.append({**r, 'build_s': round(cost[r['retriever']][0], 4), 'index_rss_mb': cost[r['retriever']][1]})
+        Q = query_encoder.encode(qs, use_cache=False)                      # (n_q, dim)
+        flat = rets['dense'].index
         for kind in ('ivf', 'hnsw'):
-            ax = VectorIndex(encoder.dim, kind); t0 = time.perf_counter(); ax.add([chunk_int_id(c.id) for c in chunks], V)
+            ax = VectorIndex(query_encoder.dim, kind); t0 = time.perf_counter(); ax.add([chunk_int_id(c.id) for c in chunks], V)
             build = time.perf_counter() - t0
-            flat_ms = _speed_percentiles(lambda q: vi.search(q[None], k), list(Q))[0]
-            ann_ms = _speed_percentiles(lambda q: ax.search(q[None], k), list(Q))[0]
-            ann.append({'chunks': n, 'vectors': 'real' if real else 'synthetic', 'index': kind, f'recall@{k}': ann_recall(vi, ax, Q, k),
-                        'build_s': build, 'search_ms_p50': ann_ms, 'flat_search_ms_p50': flat_ms})
+            ann.append({'chunks': n, 'vectors': 'real' if real else 'synthetic', 'index': kind, f'recall@{k}': ann_recall(flat, ax, Q, k),
+                        'build_s': round(build, 4), 'search_ms_p50': time_calls(lambda q: ax.search(q[None], k), list(Q))['p50_ms'],
+                        'flat_search_ms_p50': time_calls(lambda q: flat.search(q[None], k), list(Q))['p50_ms']})
     return pd.DataFrame(rows), pd.DataFrame(ann)
+
+SPEED_TIMING_COLUMNS = ['p50_ms', 'p95_ms', 'mean_ms', 'other_cores', 'alone', 'load_before', 'build_s', 'index_rss_mb',
+                        'search_ms_p50', 'flat_search_ms_p50']   # what `RunRecord.table(..., timing=)` declares for these tables
+
