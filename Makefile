@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup test reproduce reproduce-full check-sync import-check nbdev-test outputs-check pytest readme clean-venv
+.PHONY: setup test reproduce reproduce-full check-sync import-check nbdev-test outputs-check pytest readme lab clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ reproduce: setup
 ## the same on the real data in $(SCHOLARQA_DATA)
 reproduce-full: setup
 	$(PY) tools/run_notebooks.py --params full
+
+## the lessons in JupyterLab, with the project's kernel ("Python 3 (scholarqa)")
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=nbs $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 readme: setup
 	$(PY) tools/make_readme.py

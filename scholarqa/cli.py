@@ -318,9 +318,10 @@ def _add_ask(sub) -> None:
     p.add_argument('question', metavar='QUESTION', nargs='?', help='the question (or --questions)')
     p.add_argument('--questions', metavar='FILE.jsonl', default=None,
                    help='answer every line {"id", "question"} of FILE (models loaded once); prints one JSON object per line')
-    p.add_argument('--backend', '--generator', dest='backend', default='llama_cpp', choices=BACKEND_CHOICES,
-                   help='the LLM that writes the answer (default: llama_cpp, the bundled SmolLM2-135M); extractive needs no LLM. '
-                        '--generator is the older name of this option')
+    p.add_argument('--backend', '--generator', dest='backend', default='extractive', choices=BACKEND_CHOICES,
+                   help='what writes the answer: extractive (default: the best-supported sentences of the passages, cited; no LLM), '
+                        'llama_cpp (the bundled SmolLM2-135M, or --model FILE.gguf), openai (any OpenAI-compatible server, '
+                        '--base-url), transformers (--model NAME). --generator is the older name of this option')
     p.add_argument('--model', default=None, help='model: .gguf path (llama_cpp), HF name/path (transformers), model name (openai), '
                                                  'sentence encoder (extractive)')
     p.add_argument('--base-url', default=None, help='OpenAI-compatible server URL (default: $OPENAI_BASE_URL)')
