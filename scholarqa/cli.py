@@ -87,7 +87,7 @@ def _ingest_cmd(args) -> int:
     from scholarqa.doc import IngestError
     if args.format != 'auto' and args.format not in READERS:
         print(f'scholarqa ingest: unknown format {args.format!r}; known: auto, {", ".join(READERS)}', file=sys.stderr); return 2
-    try: rep = ingest(args.paths, args.out, fmt=args.format, splitter=args.splitter, progress=not args.json or sys.stderr.isatty(),
+    try: rep = ingest(args.paths, args.out, fmt=args.format, splitter=args.splitter, progress=True,
                       max_bytes=args.max_bytes)
     except IngestError as e: print(f'scholarqa ingest: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rep.to_json(), ensure_ascii=False))
@@ -191,13 +191,16 @@ def _index_cmd(args) -> int:
     if corpus is None: print(err, file=sys.stderr); return 2
     t0 = time.perf_counter()
     try: store = store_mod.build_index(corpus, args.out, chunker=args.chunker, model=args.model,
-                                       chunker_opts={} if args.no_context_header else None, progress=not args.json and sys.stderr.isatty())
+                                       chunker_opts={} if args.no_context_header else None, progress=True)
     except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     store.record_corpus_dir(args.corpus)   # methods that need whole papers (04–08) reload them from there
-    rep = {'index': str(args.out), 'papers': store.meta['counts']['papers'], 'chunks': len(store),
-           'encoded': store.encoder.stats['encoded'], 'cached': store.encoder.stats['cached'], 'seconds': round(time.perf_counter() - t0, 2)}
+    u = getattr(store, 'last_update', {})
+    rep = {'index': str(args.out), 'papers': store.meta['counts']['papers'], 'chunks': len(store), **u,
+           'encoded': u.get('encoded', 0), 'cached': u.get('cached', 0), 'seconds': round(time.perf_counter() - t0, 2)}
     if args.json: print(json.dumps(rep))
-    else: print(f"{rep['papers']} papers, {rep['chunks']} chunks in {args.out}: {rep['encoded']} encoded, {rep['cached']} from cache ({rep['seconds']}s)")
+    else: print(f"{rep['papers']} papers in {args.out} ({rep.get('added_papers', 0)} added, {rep.get('removed_papers', 0)} removed, "
+                f"{rep.get('unchanged_papers', 0)} unchanged); {rep['chunks']} chunks, {rep.get('added_chunks', 0)} of them new: "
+                f"{rep['encoded']} encoded, {rep['cached']} from the embedding cache ({rep['seconds']} s)")
     return 0
 
 def _add_search(sub) -> None:
@@ -301,7 +304,7 @@ def _adapt_cmd(args) -> int:
     if papers is None: print(err, file=sys.stderr); return 2
     try:
         ex = adapt.ict_examples(papers, default_tokenizer(args.model), n=args.examples, seed=args.seed)
-        rec = adapt.fine_tune_ict(ex, args.out, model=args.model, epochs=args.epochs, seed=args.seed, progress=not args.json and sys.stderr.isatty())
+        rec = adapt.fine_tune_ict(ex, args.out, model=args.model, epochs=args.epochs, seed=args.seed, progress=True)
     except (ValueError, OSError) as e: print(f'scholarqa adapt: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps({k: v for k, v in rec.items() if k != 'losses'}))
     else: print(f"{rec['examples']} examples from {len(papers)} papers, {rec['steps']} steps in {rec['seconds']}s: loss "

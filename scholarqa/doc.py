@@ -17,8 +17,8 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'resolve_references', 'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy',
            'split_sentences_spacy', 'split_sentences', 'finalize_paper', 'boundary_scores', 'evaluate_splitters',
            'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_bytes',
-           'atomic_write_text', 'atomic_write_json', 'bundled_minilm_path', 'load_tokenizer', 'count_tokens',
-           'corpus_stats']
+           'atomic_write_text', 'atomic_write_json', 'progress', 'bundled_minilm_path', 'load_tokenizer',
+           'count_tokens', 'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
@@ -467,6 +467,26 @@ def atomic_write_bytes(path, data: bytes) -> None:
 def atomic_write_text(path, text: str) -> None: atomic_write_bytes(path, text.encode('utf-8'))
 
 def atomic_write_json(path, obj) -> None: atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True))
+
+# %% ../nbs/00_doc.ipynb #a5930035
+def progress(items, desc: str, total: int | None = None, unit: str = 'items', enabled: bool = True, every: float = 5.0, file=None):
+    "Yield `items`, reporting progress on stderr: a tqdm bar on a terminal, else a plain line every `every` seconds."
+    import sys
+    file = file or sys.stderr
+    if total is None and hasattr(items, '__len__'): total = len(items)
+    if not enabled:
+        yield from items; return
+    if getattr(file, 'isatty', lambda: False)():
+        from tqdm.auto import tqdm
+        yield from tqdm(items, desc=desc, total=total, unit=unit, file=file, leave=False); return
+    t0 = last = time.monotonic(); n = 0
+    of = f'/{total}' if total is not None else ''
+    for x in items:
+        yield x
+        n += 1; now = time.monotonic()
+        if now - last >= every:
+            print(f'{desc}: {n}{of} {unit}, {now - t0:.0f} s', file=file, flush=True); last = now
+    if time.monotonic() - t0 >= every: print(f'{desc}: {n}{of} {unit} done in {time.monotonic() - t0:.0f} s', file=file, flush=True)
 
 # %% ../nbs/00_doc.ipynb #7ab4d405
 def bundled_minilm_path() -> str:

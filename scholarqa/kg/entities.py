@@ -11,7 +11,7 @@ from dataclasses import field
 import json
 import pandas as pd
 import re
-from tqdm.auto import tqdm
+from ..doc import progress as show_progress
 from ..doc import blake2b_hex, iter_paragraphs, load_spacy, normalise_text
 
 # %% auto #0
@@ -474,8 +474,7 @@ def extract_entities(papers, extractors, type_priority=TYPE_PRIORITY, progress: 
     mentions = []
     it = papers
     if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(papers, desc='entities')
+        it = show_progress(list(papers), 'entities', unit='papers')
     for paper in it:
         for ex in extractors: mentions += ex.extract(paper)
     per_paper, corpus_wide = acronym_table(papers)

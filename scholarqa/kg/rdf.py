@@ -28,7 +28,7 @@ from rdflib.namespace import XSD
 from collections import defaultdict
 from rdflib.compare import isomorphic
 import re
-from tqdm.auto import tqdm
+from ..doc import progress as show_progress
 import urllib.parse
 from ..doc import Author, Paper, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_paragraphs, iter_sections, normalise_text
 from ..ingest import Corpus, PARSER_VERSION, load_manifest
@@ -387,8 +387,7 @@ def corpus_to_dataset(papers: Iterable[Paper], dataset: RDFDataset | None = None
     have = set(paper_graphs(ds))
     papers = list(papers)
     try:
-        from tqdm.auto import tqdm
-        papers_it = tqdm(papers, desc='kg', unit='paper', disable=not progress)
+        papers_it = show_progress(papers, 'knowledge graph', unit='papers', enabled=progress)
     except ImportError: papers_it = papers
     for p in papers_it:
         if p.id in have: replace_paper(ds, p)

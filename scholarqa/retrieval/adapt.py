@@ -14,7 +14,7 @@ import os
 import random
 import shutil
 import time
-from tqdm.auto import tqdm
+from ..doc import progress as show_progress
 from ..doc import Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, split_sentences
 from .base import chunk_index_text
 from .chunk import chunk_paragraphs
@@ -128,7 +128,7 @@ def fine_tune_ict(examples, out_dir,
     window, st.max_seq_length = st.max_seq_length, max_seq_length
     st.train(); losses = []
     try:
-        for b in tqdm(batches, desc='ICT fine-tuning', unit='step', disable=not progress, leave=False):
+        for b in show_progress(batches, 'ICT fine-tuning', unit='steps', enabled=progress):
             loss = _ict_batch_loss(st, b, scale)
             opt.zero_grad(); loss.backward(); opt.step(); sched.step()
             losses.append(round(float(loss), 5))

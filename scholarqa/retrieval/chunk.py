@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import functools
 import numpy as np
 import re
-from tqdm.auto import tqdm
+from ..doc import progress as show_progress
 from ..doc import Paper, Paragraph, Section, Sentence, blake2b_hex, iter_sections, load_tokenizer, paragraph_label
 from .base import Chunk, chunk_index_text, chunk_source_id
 
@@ -211,6 +211,5 @@ def chunk_corpus(papers: Iterable[Paper], method: str = 'paragraph', tokenizer=N
     "Chunks of every paper, in corpus order."
     papers = list(papers)
     if progress:
-        from tqdm.auto import tqdm
-        papers = tqdm(papers, desc=f'chunk ({method})')
+        papers = show_progress(list(papers), f'chunking ({method})', unit='papers')
     return [c for p in papers for c in chunk_paper(p, method, tokenizer, **opts)]

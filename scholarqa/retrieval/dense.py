@@ -15,16 +15,15 @@ import os
 from fastcore.basics import patch
 import pandas as pd
 import time
-from tqdm.auto import tqdm
 from ..measure import QUERY_THREADS, query_threads
-from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, split_sentences
+from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, split_sentences
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
 __all__ = ['ICT_RECORD', 'QUERY_BATCH', 'PARITY_TEXTS', 'PARITY_MIN_COSINE', 'default_embedding_model', 'model_identity',
-           'default_cache_dir', 'EmbeddingCache', 'Encoder', 'onnx_available', 'export_onnx', 'quantize_onnx',
-           'encoder_benchmark', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex', 'ann_recall', 'chunk_int_id',
-           'DenseRetriever', 'SentenceWindowRetriever']
+           'default_cache_dir', 'EmbeddingCache', 'quiet_model_loading', 'Encoder', 'onnx_available', 'export_onnx',
+           'quantize_onnx', 'encoder_benchmark', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex',
+           'ann_recall', 'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -108,6 +107,12 @@ class EmbeddingCache:
         self._add_shard(keys, self._load(self.path / f'{name}{self.suffix}'))
 
 # %% ../../nbs/02d_dense.ipynb #1103471d
+def quiet_model_loading() -> None:
+    "Turn off transformers' per-tensor loading bar: it says nothing a user needs, and clutters logs where stderr is not a terminal."
+    try:
+        from transformers.utils import logging as hf_logging; hf_logging.disable_progress_bar()
+    except ImportError: pass
+
 class Encoder:
     "Sentence embeddings: (n, d) float32, L2-normalised, batched, cached by blake2b(model id + exact text)."
     def __init__(self, model=None,          # hub name, local folder, or a loaded SentenceTransformer; None = bundled MiniLM
@@ -118,6 +123,7 @@ class Encoder:
                  onnx_dir=None,             # where exported ONNX files go (None = default_cache_dir()/'onnx')
                  progress: bool = True):
         from sentence_transformers import SentenceTransformer
+        quiet_model_loading()
         if backend not in ('torch', 'onnx', 'onnx-int8'): raise ValueError(f"backend must be 'torch', 'onnx' or 'onnx-int8', not {backend!r}")
         if isinstance(model, SentenceTransformer): self.st = model
         else: self.st = SentenceTransformer(str(model or default_embedding_model()), device=device)
@@ -162,11 +168,11 @@ def _concat(self: Encoder, parts: list) -> np.ndarray:
 
 @patch
 def _encode_batches(self: Encoder, texts: list[str]) -> np.ndarray:
-    "Encode in length-sorted batches (little padding) with a progress bar; rows come back in the input order."
+    "Encode in length-sorted batches (little padding), reporting progress (`progress`, 00_doc); rows come back in the input order."
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     starts = range(0, len(texts), self.batch_size)
     parts = [self._embed([texts[i] for i in order[s:s + self.batch_size]])
-             for s in tqdm(starts, desc='encoding', unit='batch', disable=not self.progress or len(starts) < 4, leave=False)]
+             for s in progress(starts, f'encoding {len(texts)} texts', unit='batches', enabled=self.progress)]
     return self._concat(parts)[np.argsort(order)]
 
 @patch

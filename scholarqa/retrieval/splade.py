@@ -11,7 +11,7 @@ from fastcore.basics import patch
 import scipy.sparse as sp
 from ..doc import blake2b_hex
 from .base import Hit, Retriever
-from .dense import EmbeddingCache, Encoder, model_identity
+from .dense import EmbeddingCache, Encoder, model_identity, quiet_model_loading
 
 # %% auto #0
 __all__ = ['default_splade_model', 'SparseCache', 'SpladeEncoder', 'SpladeRetriever']
@@ -58,6 +58,7 @@ class SpladeEncoder(Encoder):
                  cache_dir=None,              # folder for the on-disk cache; None = in memory for this object
                  progress: bool = True):
         from transformers import AutoTokenizer, AutoModelForMaskedLM
+        quiet_model_loading()
         self.name = str(model or default_splade_model())
         self.tokenizer = AutoTokenizer.from_pretrained(self.name)
         self.model = AutoModelForMaskedLM.from_pretrained(self.name).eval()

@@ -133,7 +133,7 @@ def splade(self: IndexStore, encoder: SpladeEncoder | None = None) -> SpladeRetr
     "The SPLADE retriever over this index (vectors cached in the folder's `splade/` unless `encoder` brings its own cache); rebuilt when the chunks change."
     have = self._splade
     if encoder is not None or have is None or [c.id for c in have.chunks] != [c.id for c in self.chunks]:
-        self._splade = SpladeRetriever(self.chunks, encoder or (have.encoder if have else SpladeEncoder(cache_dir=self.path / 'splade', progress=False)))
+        self._splade = SpladeRetriever(self.chunks, encoder or (have.encoder if have else SpladeEncoder(cache_dir=self.path / 'splade')))
     return self._splade
 
 @patch
@@ -238,11 +238,12 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     for c in new_chunks: info[c.paper_id]['chunks'] += 1
     self.meta['counts'] = {'papers': len(info), 'chunks': len(self.chunks), 'vectors': len(self._vindex)}
     self.meta['corpus_hash'] = corpus_hash(info)
-    self._ensure_query_encoder()
+    self.last_update = {'added_papers': len(new), 'removed_papers': len(gone), 'unchanged_papers': len(given) - len(new),
+                        'added_chunks': len(new_chunks), 'removed_chunks': removed,
+                        'encoded': enc.stats['encoded'] - before['encoded'], 'cached': enc.stats['cached'] - before['cached']}
+    self._ensure_query_encoder()                                   # after the counts: its parity check encodes a few texts
     self.save()
-    return {'added_papers': len(new), 'removed_papers': len(gone), 'unchanged_papers': len(given) - len(new),
-            'added_chunks': len(new_chunks), 'removed_chunks': removed,
-            'encoded': enc.stats['encoded'] - before['encoded'], 'cached': enc.stats['cached'] - before['cached']}
+    return self.last_update
 
 # %% ../../nbs/02g_store.ipynb #733b376c
 def build_index(corpus_or_papers, out_dir,
