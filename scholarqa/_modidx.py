@@ -882,6 +882,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'scholarqa.readers.pdf.add_cite_spans': ('pdf.html#add_cite_spans', 'scholarqa/readers/pdf.py'),
                                        'scholarqa.readers.pdf.assemble_pdf_paper': ( 'pdf.html#assemble_pdf_paper',
                                                                                      'scholarqa/readers/pdf.py'),
+                                       'scholarqa.readers.pdf.author_names': ('pdf.html#author_names', 'scholarqa/readers/pdf.py'),
                                        'scholarqa.readers.pdf.latin1_safe': ('pdf.html#latin1_safe', 'scholarqa/readers/pdf.py'),
                                        'scholarqa.readers.pdf.make_demo_pdfs': ('pdf.html#make_demo_pdfs', 'scholarqa/readers/pdf.py'),
                                        'scholarqa.readers.pdf.markdown_to_pdf': ('pdf.html#markdown_to_pdf', 'scholarqa/readers/pdf.py'),

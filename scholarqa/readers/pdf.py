@@ -20,8 +20,8 @@ from .base import SIDECAR_METADATA, _CAPTION, _SEC_NUM, apply_metadata, read_mar
 
 # %% auto #0
 __all__ = ['PDF_CREATION_DATE', 'PDF_HEADING_SIZES', 'PDF_BACKENDS', 'latin1_safe', 'markdown_to_pdf', 'write_demo_pdfs',
-           'make_demo_pdfs', 'PdfLine', 'pdf_backend', 'assemble_pdf_paper', 'add_cite_spans', 'read_pdf',
-           'pdf_round_trip']
+           'make_demo_pdfs', 'PdfLine', 'pdf_backend', 'author_names', 'assemble_pdf_paper', 'add_cite_spans',
+           'read_pdf', 'pdf_round_trip']
 
 # %% ../../nbs/00e_pdf.ipynb #35b2125f
 _ASCII_FOR = {'\u2018': "'", '\u2019': "'", '\u201a': "'", '\u201b': "'", '\u201c': '"', '\u201d': '"', '\u201e': '"',
@@ -188,13 +188,21 @@ def _check_pdf_bytes(path, data: bytes):
 
 def _unligature(text: str) -> str: return text.translate(_LIGATURES)
 
+_NAME = re.compile(r"^(?:[A-Z][\w'’.-]*\.?)(?:\s+(?:[A-Z][\w'’.-]*\.?|van|von|de|der|den|da|di|del|la|le|du|dos|bin)){1,4}$")
+
+def author_names(line: str) -> list[str]:
+    "The names of an author line ('A. Smith, B. Jones and C. Wu'; footnote marks dropped), or [] if it is not one."
+    text = re.sub(r'[\d*†‡§¶✉]+', ' ', line)
+    parts = [' '.join(p.split()) for p in re.split(r',|;|\band\b|&', text) if p.strip()]
+    return parts if 0 < len(parts) <= 40 and all(_NAME.match(p) for p in parts) else []
+
 def _mark_front_matter(lines: list[PdfLine]):
-    "Paragraphs between the title and the first heading of page 1 with a centred line (authors, affiliations) become front matter."
+    "Paragraphs between the title and the first heading of page 1 that are centred or open with an author line become front matter."
     first_head = next((i for i, l in enumerate(lines) if l.role == 'heading'), len(lines))
     group: list[PdfLine] = []
     for l in lines[:first_head] + [PdfLine('', -1, new_para=True)]:
         if l.new_para or l.role != 'body':
-            if any(g.centred for g in group):
+            if any(g.centred for g in group) or (group and author_names(group[0].text)):
                 for g in group: g.role = 'front'
             group = []
         if l.page == 0 and l.role == 'body': group.append(l)
@@ -457,9 +465,13 @@ def add_cite_spans(paper: Paper) -> Paper:
 
 # %% ../../nbs/00e_pdf.ipynb #c1402567
 def _apply_pdf_info(paper: Paper, meta: dict):
-    "Authors, keywords, venue and year from the PDF's document information (the sidecar, applied later, wins)."
+    "Authors (document information, else the first author line of the front matter), keywords, venue, year (the sidecar, applied later, wins)."
     if meta.get('author'):
         paper.authors = [Author(a.strip()) for a in re.split(r';|,(?![^,]*\bJr\b)| and ', meta['author']) if a.strip()]
+    else:
+        names = next((n for n in map(author_names, paper.metadata.get('pdf_front_matter', [])) if n), [])
+        if names: paper.authors, paper.metadata['authors_from'] = [Author(n) for n in names], 'pdf front matter'
+
     if meta.get('keywords'):
         sep = ';' if ';' in meta['keywords'] else ','
         paper.keywords = [k.strip() for k in meta['keywords'].split(sep) if k.strip()]
