@@ -460,7 +460,9 @@ def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray
     scores = np.full((len(q), k), -np.inf, np.float32); ids = np.full((len(q), k), -1, np.int64)
     if self.index is None or not self.ids or k <= 0: return scores, ids
     fetch = min(self.index.ntotal, k + len(self.tombstones))        # extra neighbours stand in for hidden ones
-    S, I = self.index.search(q, fetch)
+    if len(q) <= QUERY_BATCH:                                       # a query or two: one thread (00h_measure, query_threads)
+        with query_threads(): S, I = self.index.search(q, fetch)
+    else: S, I = self.index.search(q, fetch)
     for r in range(len(q)):
         keep = [(s, i) for s, i in zip(S[r], I[r]) if i >= 0 and i not in self.tombstones][:k]
         for c, (s, i) in enumerate(keep): scores[r, c], ids[r, c] = s, i
