@@ -15,6 +15,7 @@ import pandas as pd
 from .doc import Paper, iter_paragraphs, normalise_text
 from .generate.backends import GenParams, JSONOutputError, Message
 from .generate.answer import _ANS_WORD, encode_texts, load_minilm
+from .measure import CI_BELOW, ci_text
 
 # %% auto #0
 __all__ = ['BENCH_METRICS', 'DEMO_QUESTIONS', 'JUDGE_CRITERIA', 'JUDGE_SCHEMA', 'QUESTION_WRITER_PROMPT', 'hit_at_k',
@@ -69,7 +70,8 @@ def ndcg_at_k(ranked: Sequence, relevant, k: int) -> float:
     return dcg / idcg
 
 # %% ../nbs/03b_evaluate.ipynb #2f30460e
-def evaluate_run(run: dict, qrels: dict, ks: Sequence[int] = (1, 3, 5, 10)) -> dict:
+def evaluate_run(run: dict, qrels: dict, ks: Sequence[int] = (1, 3, 5, 10),
+                 per_query: bool = False) -> dict:   # also return each metric's per-query values under 'per_query'
     "Mean Hit@k, Recall@k, MAP@k, nDCG@k, MRR and MAP over the judged queries of `run` {qid: ranked ids}."
     qids = [q for q in qrels if qrels[q]]
     out = {'n_queries': len(qids)}
@@ -83,6 +85,7 @@ def evaluate_run(run: dict, qrels: dict, ks: Sequence[int] = (1, 3, 5, 10)) -> d
         per.setdefault('mrr', []).append(mrr(ranked, rel))
         per.setdefault('map', []).append(average_precision(ranked, rel))
     out.update({m: float(np.mean(v)) for m, v in per.items()})
+    if per_query: out['per_query'] = per
     return out
 
 # %% ../nbs/03b_evaluate.ipynb #f7724914
@@ -134,13 +137,18 @@ def run_retrievers(retrievers: dict, queries: dict, k: int = 20) -> dict:
 
 BENCH_METRICS = ('hit@1', 'hit@3', 'hit@5', 'mrr', 'recall@5', 'ndcg@10')
 
-def retrieval_table(runs: dict, qrels: dict, metrics=BENCH_METRICS) -> 'pd.DataFrame':
-    "One row per retriever with the mean of each metric over the judged queries."
+def retrieval_table(runs: dict, qrels: dict, metrics=BENCH_METRICS,
+                    ci: bool = True) -> 'pd.DataFrame':   # a bootstrap 95% interval beside each metric under CI_BELOW queries
+    "One row per retriever with the mean of each metric over the judged queries (and its 95% interval on small sets)."
     import pandas as pd
     rows = []
     for name, run in runs.items():
-        ev = evaluate_run(run, qrels, ks=(1, 3, 5, 10))
-        rows.append({'retriever': name, 'queries': ev['n_queries'], **{m: ev.get(m, float('nan')) for m in metrics}})
+        ev = evaluate_run(run, qrels, ks=(1, 3, 5, 10), per_query=True)
+        row = {'retriever': name, 'queries': ev['n_queries']}
+        for m in metrics:
+            row[m] = ev.get(m, float('nan'))
+            if ci and ev['n_queries'] < CI_BELOW: row[f'{m} 95% CI'] = ci_text(ev.get('per_query', {}).get(m, []))
+        rows.append(row)
     return pd.DataFrame(rows)
 
 def hit_curve(run: dict, qrels: dict, max_k: int = 20) -> np.ndarray:
@@ -317,7 +325,9 @@ def yesno_scores(gold: list, pred: list) -> dict:
     "Accuracy, macro-F1 over yes/no/maybe and parse-failure rate (None predictions count as wrong)."
     from sklearn.metrics import f1_score
     p = [x if x is not None else 'unparsed' for x in pred]
-    return {'n': len(gold), 'accuracy': float(np.mean([a == b for a, b in zip(gold, p)])) if gold else None,
+    right = [float(a == b) for a, b in zip(gold, p)]
+    return {'n': len(gold), 'accuracy': float(np.mean(right)) if gold else None,
+            'accuracy 95% CI': ci_text(right) if len(gold) < CI_BELOW else '',
             'macro_f1': float(f1_score(gold, p, labels=['yes', 'no', 'maybe'], average='macro', zero_division=0)) if gold else None,
             'parse_failure_rate': float(np.mean([x is None for x in pred])) if pred else None}
 
@@ -424,9 +434,16 @@ def evaluate(method,                          # a Method: retrieve(question, k) 
         rows.append(row)
     return pd.DataFrame(rows)
 
-def summarise(table: pd.DataFrame) -> pd.DataFrame:
-    "Mean of every numeric column per method, with the number of questions."
-    num = table.select_dtypes('number').columns.drop('k', errors='ignore')
-    out = table.groupby('method', sort=False)[list(num)].mean()
-    out.insert(0, 'questions', table.groupby('method', sort=False).size())
-    return out.reset_index()
+def summarise(table: pd.DataFrame,
+              ci: bool = True) -> pd.DataFrame:   # a bootstrap 95% interval beside each mean under CI_BELOW questions
+    "Mean of every numeric column per method, with the number of questions (and 95% intervals on small sets)."
+    num = [c for c in table.select_dtypes('number').columns if c != 'k']
+    rows = []
+    for method, g in table.groupby('method', sort=False):
+        row = {'method': method, 'questions': len(g)}
+        for c in num:
+            vals = [float(x) for x in g[c] if pd.notna(x)]
+            row[c] = float(np.mean(vals)) if vals else float('nan')
+            if ci and len(g) < CI_BELOW: row[f'{c} 95% CI'] = ci_text(vals)
+        rows.append(row)
+    return pd.DataFrame(rows)

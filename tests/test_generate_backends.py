@@ -353,6 +353,15 @@ def test_backend_speed_scripted():
     sp = backend_speed(Scripted(['a b', 'c d e f']), ['p1', 'p2'], GenParams(max_tokens=4))
     assert sp['calls'] == 2 and sp['completion_tokens'] == 6 and sp['tokens_per_s'] == 12.0 and sp['latency_s_p95'] == 0.25
 
+
+def test_backend_speed_counts_only_live_calls(tmp_path):
+    cb = CachedBackend(Scripted(['a b', 'c d e f']), tmp_path, 'readwrite')
+    live = backend_speed(cb, ['p1', 'p2'], GenParams(max_tokens=4))
+    again = backend_speed(cb, ['p1', 'p2'], GenParams(max_tokens=4))     # both served from the cache now
+    assert (live['cached_calls'], live['tokens_per_s']) == (0, 12.0)
+    assert (again['cached_calls'], again['tokens_per_s'], again['latency_s_p50']) == (2, None, None)
+    assert again['completion_tokens'] == live['completion_tokens']        # what was produced is still counted
+
 @needs_smol
 def test_backend_speed_smollm2(smol):
     sp = backend_speed(smol, ['Name a colour.', 'Name an animal.'], GenParams(max_tokens=16))

@@ -143,7 +143,9 @@ def load_minilm(model: str | None = None):
     return SentenceTransformer(model or bundled_minilm_path(), device='cpu')
 
 # %% ../../nbs/03a_answer.ipynb #df702f8a
-SUPPORT_THRESHOLDS = {'minilm': 0.42, 'lexical': 0.17}   # balanced-accuracy cut-offs on PubMedQA pairs (see the prose above)
+# cut-offs on the flat top of the balanced-accuracy curve over PubMedQA conclusion/abstract pairs: set by the calibration of
+# 03c_generate_experiment (full run, outputs/03_generate/support_threshold_calibration.csv: balanced_acc_at_default vs _best)
+SUPPORT_THRESHOLDS = {'minilm': 0.42, 'lexical': 0.17}
 
 def support_threshold(encoder=None) -> float:
     "The support cut-off for `encoder`: lexical for `LexicalEncoder`/None, MiniLM's otherwise."

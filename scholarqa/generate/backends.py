@@ -546,13 +546,16 @@ class Ledger:
 
 # %% ../../nbs/03_generate.ipynb #a1bba3e7
 def backend_speed(backend: Backend, prompts: list[str], params: GenParams = GenParams(max_tokens=32)) -> dict:
-    "Tokens/s and latency p50/p95 of `backend` over `prompts` (one chat call each)."
+    "Tokens/s and latency p50/p95 of `backend` over the live calls among `prompts` (replayed calls are counted, not timed)."
+    from scholarqa.measure import machine_state
+    load = machine_state()['loadavg']
     comps = [backend.chat(p, params) for p in prompts]
-    lat = [c.latency_s for c in comps]
-    tok = sum(c.completion_tokens for c in comps)
-    return {'backend': backend.name, 'model': backend.model_id, 'calls': len(comps),
-            'cached_calls': sum(c.cached for c in comps),
-            'prompt_tokens': sum(c.prompt_tokens for c in comps), 'completion_tokens': tok,
+    live = [c for c in comps if not c.cached]
+    lat = [c.latency_s for c in live]
+    tok = sum(c.completion_tokens for c in live)
+    return {'backend': backend.name, 'model': backend.model_id, 'calls': len(comps), 'cached_calls': len(comps) - len(live),
+            'prompt_tokens': sum(c.prompt_tokens for c in comps), 'completion_tokens': sum(c.completion_tokens for c in comps),
             'tokens_per_s': round(tok / sum(lat), 2) if sum(lat) > 0 else None,
             'latency_s_p50': None if not lat else round(_ledger_pct(lat, .5), 4),
-            'latency_s_p95': None if not lat else round(_ledger_pct(lat, .95), 4)}
+            'latency_s_p95': None if not lat else round(_ledger_pct(lat, .95), 4),
+            'load_before': load[0] if load else None}
