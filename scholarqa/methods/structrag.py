@@ -6,7 +6,7 @@ place in its paper — compared with a VanillaRAG baseline on 1,000-token chunks
 
 # %% ../../nbs/04_structrag.ipynb #5970ed5e
 from __future__ import annotations
-import io, itertools, json, math, re, time
+import io, itertools, json, math, re, time, warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -398,10 +398,15 @@ def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy'
         if config is not None: srag.config = config
         return _sr_attach_splade(store, srag), vrag
     layer, vch, vvecs = structrag_cache(store, papers)
+    ner = 'spacy'
     if nlp == 'spacy':
         try: nlp = load_spacy()
-        except Exception: nlp = None           # no spaCy model installed: the gazetteer alone matches entities
+        except ImportError as e:               # no spaCy model installed: the gazetteer alone matches entities, and it is said
+            nlp, ner = None, f'gazetteer only (spaCy unavailable: {e})'
+            warnings.warn(f'StructRAG: {ner}')
+    elif nlp is None: ner = 'gazetteer only (nlp=None)'
     srag = StructRAG(store.chunks, store.encoder.encode_chunks(store.chunks), store.encoder, layer, nlp, config)
+    srag.ner = ner                             # what matched question entities: recorded by the experiment companion
     vrag = VanillaRAG(vch, vvecs, store.encoder)
     store._structrag = (store.meta.get('corpus_hash'), srag, vrag)
     return _sr_attach_splade(store, srag), vrag

@@ -56,7 +56,8 @@ def detect_format(path) -> str:
         if spec.sniff and sfx in spec.suffixes:
             try:
                 if spec.sniff(path, head): return spec.name
-            except Exception: pass
+            except (UnicodeDecodeError, ValueError, KeyError, IndexError, OSError, EOFError):
+                pass   # content this sniffer cannot parse is not its format; any other error is a sniffer bug and propagates
     for spec in READERS.values():
         if not spec.sniff and sfx in spec.suffixes: return spec.name
     raise IngestError(path, f'no reader recognises this file (ending {sfx or "none"}); pass --format explicitly')
