@@ -240,6 +240,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'scholarqa/generate/answer.py'),
                                            'scholarqa.generate.answer.answer_sentences': ( 'answer.html#answer_sentences',
                                                                                            'scholarqa/generate/answer.py'),
+                                           'scholarqa.generate.answer.answer_status': ( 'answer.html#answer_status',
+                                                                                        'scholarqa/generate/answer.py'),
                                            'scholarqa.generate.answer.build_context': ( 'answer.html#build_context',
                                                                                         'scholarqa/generate/answer.py'),
                                            'scholarqa.generate.answer.check_citations': ( 'answer.html#check_citations',

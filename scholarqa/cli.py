@@ -338,6 +338,9 @@ def _add_ask(sub) -> None:
     p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])
     p.add_argument('--max-tokens', type=int, default=256, help='answer length limit in tokens')
     p.add_argument('--json', action='store_true', help='print one JSON object')
+    p.add_argument('--strict', action='store_true',
+                   help='exit with status 3 unless the reply is a cited answer (status ok): empty, echoed, repetitive, uncited '
+                        'or insufficient replies fail')
     p.set_defaults(func=_ask_cmd)
 
 def _backend_kwargs(args, store) -> dict:
@@ -373,7 +376,8 @@ def _ask_cmd(args) -> int:
     def one(question: str) -> dict:
         hits = method.retrieve(question, args.k)
         ans = method.answer(question, hits, backend)
-        return {'question': question, 'answer': ans.text, 'citations': ans.citations, 'invented': ans.invented,
+        return {'question': question, 'status': ans.status, 'status_reason': ans.status_reason,
+                'answer': ans.text, 'citations': ans.citations, 'invented': ans.invented,
                 'unsupported': ans.unsupported, 'insufficient': ans.insufficient, 'support': ans.support,
                 'hits': [_hit_json(store, h) for h in ans.hits], 'backend': ans.backend, 'model': ans.model,
                 'method': args.method, 'retriever': (args.retriever or 'hybrid') if args.method == 'retrieve' else None,
@@ -388,19 +392,26 @@ def _ask_cmd(args) -> int:
             bad += 'error' in q
             print(json.dumps(q, ensure_ascii=False), flush=True)
         if bad: print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")', file=sys.stderr)
-        return 1 if bad else 0
+        return 1 if bad else 0   # each line carries its answer's status
     try: res = one(args.question)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
+    strict_fail = 3 if args.strict and res['status'] != 'ok' else 0
     if args.json:
-        print(json.dumps(res, ensure_ascii=False)); return 0
+        print(json.dumps(res, ensure_ascii=False)); return strict_fail
+    if res['status'] not in ('ok', 'insufficient'):       # never printed as if it were an answer
+        print(f"No answer: the {res['backend']} reply is {res['status']} ({res['status_reason']}).")
+        print('  Try --backend extractive (no LLM), a larger GGUF model (--backend llama_cpp --model FILE.gguf) or an '
+              'OpenAI-compatible server (--backend openai --base-url URL).')
+        print(f"  ({res['backend']}: {res['model']})")
+        return strict_fail or 0
     print(res['answer'] + '\n')
     for c in res['citations']:
         print(f"  [{c['label']}] {c['source_id'] or c['paper_id']}, section {c['section']['path']}, paragraph {c['paragraph']}")
     for l in res['invented']: print(f'  warning: cites {l}, which was not retrieved')
     for u in res['unsupported']: print(f"  warning: weakly supported ({u['score']:.2f}): {u['sentence']}")
     print(f"  ({res['backend']}: {res['model']})")
-    return 0
+    return strict_fail
 
 
 # %% ../nbs/10_cli.ipynb #70f5a69a

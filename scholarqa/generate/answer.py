@@ -17,12 +17,12 @@ from ..retrieval.base import Hit
 from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Message
 
 # %% auto #0
-__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'METHODS', 'Answer', 'hit_label', 'truncate_tokens',
-           'build_context', 'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder', 'encode_texts',
-           'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences', 'resolve_citation',
-           'sentence_support', 'check_citations', 'Generator', 'mmr_select', 'ExtractiveGenerator',
-           'extractive_model_id', 'prompt_passages', 'ExtractiveBackend', 'Method', 'MethodOptionError',
-           'register_method', 'make_method', 'check_options', 'GeneratorAnswer', 'RetrieverMethod']
+__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'METHODS', 'Answer', 'hit_label',
+           'truncate_tokens', 'build_context', 'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder',
+           'encode_texts', 'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences',
+           'resolve_citation', 'sentence_support', 'check_citations', 'Generator', 'answer_status', 'mmr_select',
+           'ExtractiveGenerator', 'extractive_model_id', 'prompt_passages', 'ExtractiveBackend', 'Method',
+           'MethodOptionError', 'register_method', 'make_method', 'check_options', 'GeneratorAnswer', 'RetrieverMethod']
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
@@ -249,6 +249,25 @@ class Generator:
         cits, uns, inv, rows = _ans_check(text, hits, self.encoder, self.threshold, support=self.task == 'open')
         return Answer(text, cits, uns, inv, hits, calls[-1].backend, calls[-1].model, [r['score'] for r in rows],
                       is_insufficient(text), calls)
+
+# %% ../../nbs/03a_answer.ipynb #48557a4f
+ANSWER_STATUSES = ('ok', 'insufficient', 'uncited', 'repetitive', 'echo', 'empty')
+_ANS_SCAFFOLD = re.compile(r'^\s*(?:Question\s*:|Passages?\s*:|Answer in one short paragraph|\[[^\]\n]{6,}\]\s*\(section\s*:)', re.I | re.M)
+
+def answer_status(text: str, citations=(), insufficient: bool = False, needs_citation: bool = True) -> tuple[str, str]:
+    "(status, reason): whether a backend's reply is an answer, and if not what it is (see `ANSWER_STATUSES`)."
+    words = _ANS_WORD.findall((text or '').lower())
+    if not words: return 'empty', 'the backend returned no text'
+    if _ANS_SCAFFOLD.search(text): return 'echo', 'the reply repeats the prompt (a passage header, the question or the instructions)'
+    grams = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    if len(grams) >= 12 and max(grams.count(g) for g in set(grams)) * 3 >= 0.5 * len(words):
+        return 'repetitive', 'one phrase repeated over half of the reply'
+    if insufficient: return 'insufficient', 'the backend says the passages do not answer the question'
+    if needs_citation and not citations: return 'uncited', 'the reply cites none of the retrieved passages'
+    return 'ok', ''
+
+Answer.status = property(lambda self: answer_status(self.text, self.citations, self.insufficient)[0])
+Answer.status_reason = property(lambda self: answer_status(self.text, self.citations, self.insufficient)[1])
 
 # %% ../../nbs/03a_answer.ipynb #d59fe984
 def mmr_select(query_vec: np.ndarray,      # (d,) L2-normalised
