@@ -93,9 +93,12 @@ from pathlib import Path
 from .doc import iter_paragraphs
 
 def load_eval_questions(path, kind: str | None = None,   # keep only 'single' or 'two_paper' questions
-                        split: str | None = None) -> list[dict]:  # keep only 'dev' or 'heldout'
-    "Questions of a retrieval evaluation file (JSON lines with id, question, gold, kind, split)."
+                        split: str | None = None,        # keep only 'dev' or 'heldout'
+                        sealed: bool = False) -> list[dict]:   # True only in the final comparison (09_evaluate)
+    "Questions of a retrieval evaluation file (JSON lines with id, question, gold, kind, split); a sealed set needs `sealed=True`."
     rows = [json.loads(l) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
+    if not sealed and any(r.get('split') == 'sealed' for r in rows):
+        raise ValueError(f'{path} is a sealed question set: only the final comparison reads it (sealed=True); choose settings on dev')
     return [r for r in rows if (kind is None or r.get('kind') == kind) and (split is None or r.get('split') == split)]
 
 def _bench_paper_keys(p: Paper) -> list:

@@ -1,0 +1,72 @@
+"""The sealed question set stays sealed: its hash is frozen, its records are well formed and disjoint from the other unArXive
+question files, and no notebook but the final comparison (09_*) mentions it."""
+import hashlib, json, os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SEALED = ROOT / 'data' / 'eval' / 'unarxive_sealed.jsonl'
+
+
+def records(path):
+    return [json.loads(l) for l in path.read_text(encoding='utf-8').splitlines() if l.strip()]
+
+
+def test_hash_is_frozen():
+    frozen, name = (ROOT / 'data' / 'eval' / 'SEALED.sha256').read_text().split()
+    assert name == 'data/eval/unarxive_sealed.jsonl'
+    assert hashlib.sha256(SEALED.read_bytes()).hexdigest() == frozen, 'the sealed set changed: a new set needs a new hash and a note'
+
+
+def test_records_are_well_formed():
+    rs = records(SEALED)
+    assert len({r['id'] for r in rs}) == len(rs)
+    assert {r['split'] for r in rs} == {'sealed'}
+    kinds = [r['kind'] for r in rs]
+    assert (kinds.count('single'), kinds.count('two_paper')) == (21, 4)      # as ABOUT_unarxive_sealed.txt says
+    for r in rs:
+        assert set(r) == {'id', 'kind', 'question', 'answer', 'gold', 'overlap', 'overlap_prefix5', 'split'}, r['id']
+        assert len(r['gold']) == (1 if r['kind'] == 'single' else 2), r['id']
+        if r['kind'] == 'two_paper': assert r['gold'][0]['paper_id'] != r['gold'][1]['paper_id'], r['id']
+        for g in r['gold']:
+            assert g['label'] == f"Paper-{g['paper_id']}-Section-{g['section_path']}-Paragraph-{g['paragraph_index']}", r['id']
+        assert r['overlap'] <= 0.8, r['id']                                    # not pasted from the paragraph
+
+
+def test_disjoint_from_the_other_question_files():
+    mine = records(SEALED)
+    for other in ('unarxive_questions.jsonl', 'unarxive_questions_fresh.jsonl'):
+        theirs = records(ROOT / 'data' / 'eval' / other)
+        assert not {g['label'] for r in mine for g in r['gold'] if r['kind'] == 'single'} & \
+                   {g['label'] for r in theirs for g in r['gold'] if r['kind'] == 'single'}, other
+        assert not {r['question'] for r in mine} & {r['question'] for r in theirs}, other
+
+
+def test_only_the_final_comparison_reads_it():
+    readers = [p.name for p in (ROOT / 'nbs').glob('*.ipynb') if 'unarxive_sealed' in p.read_text(encoding='utf-8')]
+    assert all(n.startswith('09_') for n in readers), readers
+
+
+def _data_dir():
+    for d in (os.environ.get('SCHOLARQA_DATA'), ROOT.parent / 'shared' / 'data', Path('/work/shared/data')):
+        if d and (Path(d) / 'unarxive_sample').is_dir(): return Path(d)
+    return None
+
+
+@pytest.mark.skipif(_data_dir() is None, reason='the unArXive sample (../shared/data/unarxive_sample) is not available')
+def test_gold_paragraphs_exist_and_hold_text():
+    from scholarqa.datasets import load_dataset
+    from scholarqa.doc import iter_paragraphs
+    ux = load_dataset('unarxive', data_dir=_data_dir())
+    paras = {q.label: (p.id, q.text) for p in ux.papers for _, q in iter_paragraphs(p)}
+    for r in records(SEALED):
+        for g in r['gold']:
+            assert g['label'] in paras, (r['id'], g['label'])
+            assert paras[g['label']][0] == g['paper_id'] and len(paras[g['label']][1]) > 100, r['id']
+
+
+def test_loading_it_needs_the_sealed_flag():
+    from scholarqa.evaluate import load_eval_questions
+    with pytest.raises(ValueError, match='sealed question set'): load_eval_questions(SEALED)
+    assert len(load_eval_questions(SEALED, sealed=True)) == 25
