@@ -423,6 +423,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'scholarqa.ingest.file_fingerprint': ('ingest.html#file_fingerprint', 'scholarqa/ingest.py'),
                                   'scholarqa.ingest.ingest': ('ingest.html#ingest', 'scholarqa/ingest.py'),
                                   'scholarqa.ingest.load_manifest': ('ingest.html#load_manifest', 'scholarqa/ingest.py'),
+                                  'scholarqa.ingest.merged_papers': ('ingest.html#merged_papers', 'scholarqa/ingest.py'),
                                   'scholarqa.ingest.repair': ('ingest.html#repair', 'scholarqa/ingest.py'),
                                   'scholarqa.ingest.shard_name': ('ingest.html#shard_name', 'scholarqa/ingest.py')},
             'scholarqa.kg.entities': { 'scholarqa.kg.entities.Entity': ('entities.html#entity', 'scholarqa/kg/entities.py'),

@@ -92,8 +92,11 @@ def _ingest_cmd(args) -> int:
     except IngestError as e: print(f'scholarqa ingest: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rep.to_json(), ensure_ascii=False))
     else:
-        print(f"{rep.papers} papers in {args.out}: {rep.added} added, {rep.changed} changed, {rep.unchanged} unchanged, "
-              f"{rep.removed} removed, {len(rep.failed)} failed ({rep.seconds:.1f}s)")
+        print(f"{rep.papers} papers in {args.out} from {rep.added + rep.changed + rep.unchanged} files: {rep.added} added, "
+              f"{rep.changed} changed, {rep.unchanged} unchanged, {rep.removed} removed, {len(rep.failed)} failed ({rep.seconds:.1f}s)")
+        for m in rep.merged:
+            print(f"  merged: {' and '.join(Path(f).name for f in m['files'])} are the same paper (same id); "
+                  f"kept {Path(m['kept']).name}, the first in path order")
         for f in rep.failed: print(f"  FAILED {f['path']}: {f['error']}")
     return 1 if rep.failed else 0
 

@@ -20,7 +20,7 @@ load_readers()   # every reader module of scholarqa.readers registers its format
 
 # %% auto #0
 __all__ = ['MANIFEST', 'MANIFEST_VERSION', 'PARSER_VERSION', 'STRICT_SUFFIXES', 'file_fingerprint', 'load_manifest', 'shard_name',
-           'repair', 'IngestReport', 'collect_files', 'ingest', 'Corpus']
+           'repair', 'IngestReport', 'collect_files', 'merged_papers', 'ingest', 'Corpus']
 
 # %% ../nbs/00b_ingest.ipynb #24ea3bcd
 MANIFEST = 'manifest.json'
@@ -99,9 +99,10 @@ class IngestReport:
     skipped: list = field(default_factory=list)    # files in a folder that no reader claims
     repaired: dict = field(default_factory=dict)
     seconds: float = 0.0
+    merged: list = field(default_factory=list)     # [{'paper_id', 'files', 'kept', 'why'}]: one paper read from several files
     def to_json(self) -> dict:
         return {'added': self.added, 'unchanged': self.unchanged, 'changed': self.changed, 'removed': self.removed,
-                'failed': self.failed, 'papers': self.papers}
+                'failed': self.failed, 'papers': self.papers, 'merged': self.merged}
     @property
     def ok(self) -> bool: return not self.failed
 
@@ -161,6 +162,16 @@ def _parse_file(path: Path, fmt: str, splitter, opts) -> tuple[list[Paper], list
     if not papers: raise IngestError(path, 'no papers found')
     return papers, errors
 
+def merged_papers(man: dict) -> list[dict]:
+    "Papers that several ingested files hold (a PDF and its Markdown, a record in two dumps): which files, which one is kept, why."
+    where = {}
+    for key, e in sorted(man['files'].items()):                # path order: the order `Corpus.load` reads, first one kept
+        if e.get('shard'):
+            for pid in e['papers']: where.setdefault(pid, []).append(key)
+    return [{'paper_id': pid, 'files': files, 'kept': files[0],
+             'why': 'same paper id (same content and source ids): one paper; the first file in path order is kept'}
+            for pid, files in where.items() if len(files) > 1]
+
 def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None, progress: bool = True,
            max_bytes: int = MAX_FILE_BYTES, save_every: float = 1.0, **reader_opts) -> IngestReport:
     "Ingest files/folders into output folder `out` incrementally (see the rules above); returns an `IngestReport`."
@@ -175,8 +186,8 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
         rep.skipped = [str(s) for s in skipped]
         seen, last_save = set(), time.time()
         try:
-            from tqdm.auto import tqdm
-            it = tqdm(files, desc='ingest', unit='file', disable=not progress)
+            from scholarqa.doc import progress as show_progress
+            it = show_progress(files, 'ingest', unit='files', enabled=progress)
         except ImportError: it = files
         for path in it:
             key = str(path.resolve())
@@ -228,6 +239,7 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
                 rep.removed += 1
         atomic_write_json(out / MANIFEST, man)
         rep.papers = len({pid for e in man['files'].values() if e.get('shard') for pid in e['papers']})
+        rep.merged = merged_papers(man)
     rep.seconds = round(time.time() - t0, 3)
     return rep
 
