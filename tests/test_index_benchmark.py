@@ -111,9 +111,10 @@ def test_speed_table_small(demo, enc):
     chunks = chunk_corpus(demo.papers, 'paragraph', tokenizer=enc.tokenizer)
     vecs = enc.encode_chunks(chunks)
     lat, ann = speed_table([c.text for c in chunks], vecs, ['citation graphs', 'dense retrieval'], enc, sizes=(100, 400))
-    assert list(lat.chunks.unique()) == [100, 400] and set(lat.retriever) == {'bm25', 'dense', 'hybrid (rrf)'}
+    assert list(lat.chunks.unique()) == [100, 400] and set(lat.retriever) == {'bm25', 'dense', 'hybrid', 'rrf'}
     assert list(lat.drop_duplicates('chunks').vectors) == ['real', 'synthetic']    # 193 real texts: 400 needs resampling
-    assert (lat.query_ms_p50 > 0).all() and (lat.query_ms_p95 >= lat.query_ms_p50).all()
+    assert (lat.p50_ms > 0).all() and (lat.p95_ms >= lat.p50_ms).all() and (lat.n == 2).all()
+    assert lat.alone.isin([True, False, None]).all()                                # every row says whether it ran alone
     assert ann['recall@10'].between(0, 1).all() and set(ann['index']) == {'ivf', 'hnsw'}
 
 
