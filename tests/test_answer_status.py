@@ -35,8 +35,18 @@ def test_recorded_echoes_and_loops_are_named():
         assert answer_status(reply(key)['completion']['text'], citations=['cited'])[0] == 'repetitive', key
 
 
-def test_most_recorded_replies_are_not_flagged():
-    texts = [json.loads(f.read_text()) for f in CACHE.glob('*/llama_cpp/*/*.json')]
-    texts = [d['completion']['text'] for d in texts if d['request'].get('kind') != 'json']
-    flagged = [t for t in texts if answer_status(t, citations=['cited'])[0] in ('echo', 'repetitive', 'empty')]
-    assert len(texts) > 300 and len(flagged) == len(ECHOES) + len(LOOPS), len(flagged)
+def test_every_flag_is_backed_by_the_reply_itself():
+    # the cache grows with every full run, so no count is asserted: each flagged reply must show, by an independent test,
+    # what it is flagged for (an echo copies a run of its prompt; a loop repeats a three-word phrase), and most replies pass
+    replies = [json.loads(f.read_text()) for f in CACHE.glob('*/llama_cpp/*/*.json')]
+    replies = [d for d in replies if d['request'].get('kind') != 'json']
+    flagged = 0
+    for d in replies:
+        text, prompt = d['completion']['text'], d['request']['prompt'][-1]['content']
+        status = answer_status(text, citations=['cited'])[0]
+        if status == 'echo': assert shares_run(text, prompt, 5), text[:200]
+        if status == 'repetitive':
+            w = re.findall(r'\w+', text.lower()); grams = [tuple(w[i:i + 3]) for i in range(len(w) - 2)]
+            assert max(grams.count(g) for g in set(grams)) >= 4, text[:200]
+        flagged += status in ('echo', 'repetitive', 'empty')
+    assert len(replies) > 300 and flagged < 0.2 * len(replies), (flagged, len(replies))
