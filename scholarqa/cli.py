@@ -66,6 +66,7 @@ def _format_choices():
 def _retriever_choices():
     try: from scholarqa.retrieval.store import RETRIEVERS
     except ModuleNotFoundError: from scholarqa.retrieval.base import RETRIEVERS
+    load_methods()            # methods may register retrievers too (e.g. 'multichannel')
     return list(RETRIEVERS)
 
 # %% ../nbs/10_cli.ipynb #f55c6aeb
@@ -272,7 +273,8 @@ def _search_cmd(args) -> int:
     if args.k < 1: print('scholarqa search: -k must be at least 1', file=sys.stderr); return 2
     try: store = store_mod.IndexStore.load(args.index)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2
-    ret = store.retriever(args.retriever)
+    try: ret = store.retriever(args.retriever)
+    except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2   # e.g. a model it needs is absent
     if args.questions is None:
         hits = ret.retrieve(args.query, args.k)
         if args.json: print(json.dumps([_hit_json(store, h) for h in hits], ensure_ascii=False))
@@ -417,8 +419,100 @@ def _ask_cmd(args) -> int:
     return strict_fail
 
 
+# %% ../nbs/10_cli.ipynb #mc000002
+def _add_multichannel(sub) -> None:
+    p = sub.add_parser('multichannel', help='the multi-channel paper retriever: fine-tuned encoder + citation GCN + RRF (seed 001)',
+                       description='Train, evaluate and query the multi-channel academic-QA paper retriever.')
+    ms = p.add_subparsers(dest='mc_command', metavar='MC_COMMAND')
+    t = ms.add_parser('train', help='train both channels on a dataset and write a model folder')
+    t.add_argument('--dataset', required=True, help="'citeseer', 'cora', 'demo', or a folder: a dataset folder such as "
+                   "../shared/data/citeseer_tag, OAG-AQA files (qa_train.txt + pid_to_title_abs*.json), or an ingested corpus")
+    t.add_argument('--out', required=True, metavar='MODEL', help='model folder (replaced atomically; never a folder that is not a model)')
+    t.add_argument('--seed', type=int, default=0, help='split and training seed (default 0)')
+    t.add_argument('--data-dir', default=None, help='data folder for a named dataset (default: $SCHOLARQA_DATA or ../shared/data)')
+    t.add_argument('--model', default=None, help='base encoder name or path (default: the bundled MiniLM)')
+    t.add_argument('--epochs', type=int, default=1, help='encoder fine-tuning epochs (default 1)')
+    t.add_argument('--ge-epochs', type=int, default=30, help='GCN epochs; the best on dev is kept (default 30)')
+    t.add_argument('--max-pairs', type=int, default=None, help='cap on encoder training pairs (default: all)')
+    t.add_argument('--max-seq-length', type=int, default=256, help='tokens per text (default 256)')
+    t.add_argument('--no-holdout', action='store_true', help='hold no questions out (a model to serve an index with '
+                   '`search --retriever multichannel`, not one to measure)')
+    t.add_argument('--json', action='store_true', help='print the training record as JSON')
+    t.set_defaults(func=_mc_train_cmd)
+    e = ms.add_parser('eval', help="every channel's MAP, MAP@20 and Recall@20 on a split of the model's task")
+    e.add_argument('model', metavar='MODEL')
+    e.add_argument('--split', default='test', choices=('train', 'dev', 'test'))
+    e.add_argument('--dataset', default=None, help='refuse a model trained on another dataset')
+    e.add_argument('--json', action='store_true', help='print {channel: {"map", "map@20", "recall@20"}}')
+    e.set_defaults(func=_mc_eval_cmd)
+    q = ms.add_parser('query', help="rank the model's candidate papers for a new question")
+    q.add_argument('model', metavar='MODEL')
+    q.add_argument('title', metavar='TITLE', help='the question (a paper title in the citation-graph framing)')
+    q.add_argument('--body', default='', help='the longer body of the question (an abstract)')
+    q.add_argument('-k', type=int, default=20, help='papers to print (default 20)')
+    q.add_argument('--json', action='store_true', help='print ranked papers with paper_id, title, score and each channel\'s rank')
+    q.set_defaults(func=_mc_query_cmd)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+def _mc_module():
+    return need('scholarqa.methods.multichannel', 'graph,embed,train', 'multichannel')
+
+def _mc_load(cmd: str, args):
+    mc = _mc_module()
+    try: model = mc.MultiChannelModel.load(args.model)
+    except (mc.NotAModelFolder, OSError, json.JSONDecodeError, KeyError) as e:
+        print(f'scholarqa multichannel {cmd}: {e}', file=sys.stderr); return None
+    if getattr(args, 'dataset', None) and args.dataset != model.task.name:
+        print(f"scholarqa multichannel {cmd}: {args.model} was trained on {model.task.name!r}, not {args.dataset!r}", file=sys.stderr)
+        return None
+    return model
+
+def _mc_train_cmd(args) -> int:
+    mc = _mc_module()
+    from scholarqa.datasets import DatasetUnavailable
+    if args.epochs < 1 or args.ge_epochs < 1: print('scholarqa multichannel train: --epochs and --ge-epochs must be at least 1', file=sys.stderr); return 2
+    try:
+        task = mc.load_aqa_task(args.dataset, args.data_dir, seed=args.seed, fractions=(1.0, 0.0, 0.0) if args.no_holdout else (0.7, 0.1, 0.2))
+        cfg = mc.MultiChannelConfig(base_model=args.model, epochs=args.epochs, ge_epochs=args.ge_epochs, max_pairs=args.max_pairs,
+                                    max_seq_length=args.max_seq_length)
+        print(f'{task}', file=sys.stderr)
+        model = mc.train_multichannel(task, args.out, cfg, seed=args.seed, progress=True)
+    except ModuleNotFoundError as e:
+        raise MissingExtra(f"scholarqa multichannel: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[graph,embed,train]'") from e
+    except (DatasetUnavailable, mc.NotAModelFolder, ValueError, OSError) as e:
+        print(f'scholarqa multichannel train: {e}', file=sys.stderr); return 2
+    rec = model.record
+    if args.json: print(json.dumps({k: v for k, v in rec.items() if k != 'ge'} | {'ge': {k: v for k, v in rec['ge'].items() if k != 'curve'}}))
+    else: print(f"{task.name}: {len(task.papers)} candidates, {rec['ne']['pairs']} encoder pairs (loss {rec['ne']['loss_first_tenth']:.3f} -> "
+                f"{rec['ne']['loss_last_tenth']:.3f}), GCN best epoch {rec['ge']['best_epoch']}/{rec['ge']['epochs']}, "
+                f"{rec['seconds']} s; model in {args.out}")
+    return 0
+
+def _mc_eval_cmd(args) -> int:
+    model = _mc_load('eval', args)
+    if model is None: return 2
+    try: res = model.evaluate(args.split)
+    except ValueError as e: print(f'scholarqa multichannel eval: {e}', file=sys.stderr); return 2
+    if args.json: print(json.dumps({c: {m: r[m] for m in ('map', 'map@20', 'recall@20')} for c, r in res.items()})); return 0
+    n = next(iter(res.values()))['n_queries']
+    print(f'{model.task.name}, {args.split} split, {n} questions')
+    print(f"{'channel':<12} {'MAP':>7} {'MAP@20':>7} {'R@20':>7}")
+    for c, r in res.items(): print(f"{c:<12} {r['map']:>7.4f} {r['map@20']:>7.4f} {r['recall@20']:>7.4f}")
+    return 0
+
+def _mc_query_cmd(args) -> int:
+    model = _mc_load('query', args)
+    if model is None: return 2
+    if args.k < 1: print('scholarqa multichannel query: -k must be at least 1', file=sys.stderr); return 2
+    rows = model.query(args.title, args.body, k=args.k)
+    if args.json: print(json.dumps(rows, ensure_ascii=False)); return 0
+    for i, r in enumerate(rows, 1):
+        ranks = ' '.join(f"{c}:{r['ranks'][c] or '-'}" for c in ('bm25', 'minilm-ft', 'gcn'))
+        print(f"{i:>3}. {r['title'][:90]}  [{r['paper_id']}]  rrf {r['score']:.4f}  ({ranks})")
+    return 0
+
 # %% ../nbs/10_cli.ipynb #70f5a69a
-SUBCOMMANDS = [_add_ingest, _add_kg, _add_index, _add_search, _add_adapt, _add_ask]
+SUBCOMMANDS = [_add_ingest, _add_kg, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel]
 
 def build_parser() -> argparse.ArgumentParser:
     "The `scholarqa` parser with every subcommand (none of them imports an optional package here)."
