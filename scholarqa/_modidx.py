@@ -683,6 +683,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                                     'scholarqa/methods/multichannel.py'),
                                                 'scholarqa.methods.multichannel.MultiChannelModel.evaluate': ( 'multichannel.html#multichannelmodel.evaluate',
                                                                                                                'scholarqa/methods/multichannel.py'),
+                                                'scholarqa.methods.multichannel.MultiChannelModel.forget_questions': ( 'multichannel.html#multichannelmodel.forget_questions',
+                                                                                                                       'scholarqa/methods/multichannel.py'),
                                                 'scholarqa.methods.multichannel.MultiChannelModel.load': ( 'multichannel.html#multichannelmodel.load',
                                                                                                            'scholarqa/methods/multichannel.py'),
                                                 'scholarqa.methods.multichannel.MultiChannelModel.query': ( 'multichannel.html#multichannelmodel.query',

@@ -631,6 +631,11 @@ class MultiChannelModel:
                     for m, v in evaluate_run(run, qrels, ks=(20,)).items() if m in ('map', 'map@20', 'recall@20', 'ndcg@20', 'n_queries')}
                 for c, run in self.runs(qs, depth).items()}
 
+    def forget_questions(self) -> None:
+        "Drop the memo of encoded question texts (timing one question must encode it)."
+        for ch in self.channels.values():
+            if isinstance(ch, DenseChannel): ch._memo.clear()
+
     def with_graph_channel(self, net, edges=None) -> 'MultiChannelModel':
         "A copy whose GE is `net` over `edges` (default: the task's graph), everything else shared — for ablations."
         import copy, torch
