@@ -519,7 +519,9 @@ def _refuse_foreign(out: Path) -> None:
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MODEL_MARKER).exists())):
         raise NotAModelFolder(f'{out} exists and is not a multichannel model folder: refusing to overwrite it (choose another --out)')
 
-# %% ../../nbs/06_multichannel.ipynb #b30962b2
+# %% ../../nbs/06_multichannel.ipynb #01429a8c
+_BASE_VECTORS: dict = {}     # (base model, window, candidates' hash) -> candidate vectors of the base encoder, for this process
+
 def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None = None, seed: int = 0,
                        progress: bool = True) -> 'MultiChannelModel':
     "Train NE then GE on `task`'s train queries (GE's epoch chosen on dev) and write the model folder atomically."
@@ -536,13 +538,15 @@ def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None
         ne_rec = fine_tune_dense(rows, tmp / 'ne', cfg.base_model, cfg.epochs, cfg.batch_size, cfg.lr,
                                  max_seq_length=cfg.max_seq_length, seed=seed, progress=progress)
         ne = DenseChannel(tmp / 'ne', chunks, 'minilm-ft', max_seq_length=cfg.max_seq_length, progress=progress)
-        base = DenseChannel(cfg.base_model, chunks, 'minilm', max_seq_length=cfg.max_seq_length, progress=progress)
+        key = (str(cfg.base_model), cfg.max_seq_length, blake2b_hex('\n'.join(c.text for c in chunks)))
+        if key not in _BASE_VECTORS: _BASE_VECTORS[key] = DenseChannel(cfg.base_model, chunks, 'minilm', max_seq_length=cfg.max_seq_length, progress=progress).vectors
+        base_vectors = _BASE_VECTORS[key]       # the base encoder does not change between seeds: its candidate vectors are kept
         qs = task.queries['train'] + task.queries['dev']
         q_vecs = dict(zip([q.id for q in qs], ne.encode([q.text() for q in qs])))
         net, ge_rec = train_graph_channel(GraphChannelData(ne.vectors, list(task.papers), task.edges), q_vecs,
                                           task.queries['train'], task.queries['dev'], cfg.ge_epochs, cfg.ge_batch_size,
                                           cfg.ge_lr, query_map=cfg.ge_query_map, seed=seed, progress=progress)
-        np.save(tmp / 'vectors_ne.npy', ne.vectors); np.save(tmp / 'vectors_base.npy', base.vectors)
+        np.save(tmp / 'vectors_ne.npy', ne.vectors); np.save(tmp / 'vectors_base.npy', base_vectors)
         torch.save(net.state_dict(), tmp / 'ge.pt')
         atomic_write_json(tmp / 'task.json', task_to_json(task))
         atomic_write_json(tmp / MODEL_MARKER, {
