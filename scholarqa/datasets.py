@@ -33,7 +33,8 @@ __all__ = ['DATASETS', 'UNARXIVE_FILE', 'S2ORC_FILES', 'QASPER_FILE', 'QASPER_RE
            'load_qasper_native_fixture', 'split_options', 'leval_dataset', 'load_leval_scientific_qa',
            'load_leval_paper_assistant', 'quality_official_questions', 'load_quality', 'load_narrativeqa',
            'load_pubmedqa', 'load_pubmedqa_artificial', 'dedupe_by_pid', 'same_text_groups', 'edges_by_source_id',
-           'load_citeseer', 'load_openalex', 'read_coauthor_pairs', 'load_aan', 'load_cora', 'demo_dir', 'load_demo']
+           'load_citeseer', 'load_openalex', 'read_coauthor_pairs', 'load_aan', 'load_cora', 'demo_dir',
+           'resolved_citation_edges', 'load_demo']
 
 # %% ../nbs/00f_datasets.ipynb #a6db043b
 @dataclass
@@ -499,6 +500,10 @@ def demo_dir() -> Path:
         if (d / 'data' / 'demo' / 'metadata.json').exists(): return d / 'data' / 'demo'
     raise DatasetUnavailable('the demo corpus data/demo was not found above the working directory or the package')
 
+def resolved_citation_edges(papers) -> list[tuple[str, str]]:
+    "(citing id, cited id) for every reference resolved to a paper of the same corpus (`Corpus` resolves them)."
+    return [(p.id, r.resolved) for p in papers for r in p.references if r.resolved]
+
 @register_dataset('demo', files=(), licence='CC-BY-4.0 (written for this project)')
 def load_demo(data_dir=None, splitter=None, **_) -> Dataset:
     "The embedded demo corpus (Markdown + metadata.json), references resolved between its papers."
@@ -507,5 +512,4 @@ def load_demo(data_dir=None, splitter=None, **_) -> Dataset:
     for f in sorted(d.glob('*.md')):
         ps, es = papers_from(f, 'markdown', splitter=splitter); papers += ps; errors += es
     corpus = Corpus(papers)
-    edges = [(p.id, r.resolved) for p in corpus for r in p.references if r.resolved]
-    return Dataset('demo', list(corpus), edges=edges, errors=errors, metadata={'folder': str(d)})
+    return Dataset('demo', list(corpus), edges=resolved_citation_edges(corpus), errors=errors, metadata={'folder': str(d)})

@@ -17,7 +17,7 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'resolve_references', 'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy',
            'split_sentences_spacy', 'split_sentences', 'finalize_paper', 'boundary_scores', 'evaluate_splitters',
            'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_bytes',
-           'atomic_write_text', 'atomic_write_json', 'progress', 'bundled_minilm_path', 'load_tokenizer',
+           'atomic_write_text', 'atomic_write_json', 'replace_dir', 'progress', 'bundled_minilm_path', 'load_tokenizer',
            'count_tokens', 'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
@@ -467,6 +467,17 @@ def atomic_write_bytes(path, data: bytes) -> None:
 def atomic_write_text(path, text: str) -> None: atomic_write_bytes(path, text.encode('utf-8'))
 
 def atomic_write_json(path, obj) -> None: atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True))
+
+def replace_dir(tmp, out) -> Path:
+    "Put the finished folder `tmp` at `out`: an existing `out` is renamed aside first and deleted only once `tmp` took its place."
+    import shutil
+    tmp, out = Path(tmp), Path(out)
+    old = out.with_name(f'.{out.name}.old-{os.getpid()}')
+    if old.exists(): shutil.rmtree(old)
+    if out.exists(): out.rename(old)
+    tmp.rename(out)
+    if old.exists(): shutil.rmtree(old)
+    return out
 
 # %% ../nbs/00_doc.ipynb #a5930035
 def progress(items, desc: str, total: int | None = None, unit: str = 'items', enabled: bool = True, every: float = 5.0, file=None):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text
+from ..doc import atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text, replace_dir
 from ..doc import progress as show_progress
-from ..datasets import Dataset, DatasetUnavailable, load_dataset
+from ..datasets import Dataset, DatasetUnavailable, load_dataset, resolved_citation_edges
 from ..retrieval.base import Chunk, Hit, Retriever, register_retriever
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.fusion import reciprocal_rank_fusion, score_fusion
@@ -225,8 +225,7 @@ def load_aqa_task(dataset: str, data_dir=None, seed: int = 0, fractions=(0.7, 0.
     from scholarqa.ingest import Corpus, MANIFEST
     if (p / MANIFEST).exists():
         papers = list(Corpus.load(p))
-        edges = [(x.id, r.resolved) for x in papers for r in x.references if r.resolved]
-        return aqa_from_citation_graph(Dataset(p.name, papers, edges=edges), seed, fractions)
+        return aqa_from_citation_graph(Dataset(p.name, papers, edges=resolved_citation_edges(papers)), seed, fractions)
     raise DatasetUnavailable(f'{p}: not an OAG-AQA folder (qa_train.txt), a citeseer_tag/ or cora_hetero_apex/ folder, '
                              f'or an ingested corpus ({MANIFEST})')
 
@@ -347,9 +346,7 @@ def fine_tune_dense(rows: list[dict], out_dir,
     tenth = max(1, len(losses_) // 10)
     tmp = out.with_name(f'.{out.name}.tmp-{os.getpid()}')
     shutil.rmtree(tmp, ignore_errors=True)
-    st.save(str(tmp))
-    if out.exists(): shutil.rmtree(out)
-    tmp.rename(out)
+    st.save(str(tmp)); replace_dir(tmp, out)
     return {'base_model': model_identity(base), 'pairs': len(rows), 'hard_negatives': 'negative' in rows[0],
             'pairs_hash': blake2b_hex(json.dumps(rows, sort_keys=True), 16), 'epochs': epochs, 'batch_size': batch_size,
             'lr': lr, 'warmup': warmup, 'scale': scale, 'max_seq_length': max_seq_length, 'seed': seed,
@@ -554,10 +551,7 @@ def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None
             'graph_edges_hash': graph_hash(task.edges), 'seed': seed, 'config': asdict(cfg),
             'base_model': model_identity(str(cfg.base_model or bundled_minilm_path())), 'ne': ne_rec, 'ge': ge_rec,
             'seconds': round(time.perf_counter() - t0, 1)})
-        old = out.with_name(f'.{out.name}.old-{os.getpid()}')
-        if out.exists(): out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
+        replace_dir(tmp, out)
     finally: shutil.rmtree(tmp, ignore_errors=True)
     return MultiChannelModel.load(out)
 

@@ -15,7 +15,7 @@ import random
 import shutil
 import time
 from ..doc import progress as show_progress
-from ..doc import Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, split_sentences
+from ..doc import Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, replace_dir, split_sentences
 from .base import chunk_index_text
 from .chunk import chunk_paragraphs
 from .dense import ICT_RECORD, default_embedding_model, model_identity
@@ -139,11 +139,8 @@ def fine_tune_ict(examples, out_dir,
            'loss_first_tenth': float(np.mean(losses[:tenth])), 'loss_last_tenth': float(np.mean(losses[-tenth:])), 'losses': losses,
            'seconds': round(time.perf_counter() - t0, 1), 'torch': torch.__version__, 'threads': torch.get_num_threads()}
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp, old = out.with_name(f'.{out.name}.tmp-{os.getpid()}'), out.with_name(f'.{out.name}.old-{os.getpid()}')
-    for d in (tmp, old):
-        if d.exists(): shutil.rmtree(d)
+    tmp = out.with_name(f'.{out.name}.tmp-{os.getpid()}')
+    if tmp.exists(): shutil.rmtree(tmp)
     st.save(str(tmp)); atomic_write_json(tmp / ICT_RECORD, rec)
-    if out.exists(): out.rename(old)
-    tmp.rename(out)
-    if old.exists(): shutil.rmtree(old)
+    replace_dir(tmp, out)
     return rec | {'model_id': model_identity(str(out)), 'path': str(out), 'reused': False}
