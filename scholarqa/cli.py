@@ -216,8 +216,24 @@ def _add_search(sub) -> None:
     s.add_argument('-k', type=int, default=10, help='number of hits (default 10)')
     s.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
                    help='a registered retriever: %(choices)s (default hybrid: min-max score fusion of BM25 and dense)')
+    _add_rerank_flags(s)
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
     s.set_defaults(func=_search_cmd)
+
+def _add_rerank_flags(p) -> None:
+    "--rerank [MODEL] and --rerank-depth N, shared by search and ask."
+    p.add_argument('--rerank', nargs='?', const='default', default=None, metavar='MODEL',
+                   help='rerank the first stage\'s top --rerank-depth with a cross-encoder: a folder written by `scholarqa rerank '
+                        'train`, any cross-encoder folder or hub name; without MODEL the default one `rerank train` writes')
+    p.add_argument('--rerank-depth', type=int, default=30, metavar='N', help='first-stage hits the reranker reads (default 30)')
+
+def _load_reranker(args, cmd: str):
+    "(Reranker or None, error message or None) for --rerank."
+    if args.rerank is None: return None, None
+    if args.rerank_depth < 1: return None, f'scholarqa {cmd}: --rerank-depth must be at least 1'
+    rr = need('scholarqa.retrieval.rerank', 'index,embed,train', cmd)
+    try: return rr.reranker_for(args.rerank), None
+    except (FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
 
 def read_questions(path) -> list[dict]:
     "Lines of a JSONL question file as [{'id', 'question'}] or [{'id', 'error'}] for a line that cannot be used (batch goes on)."
@@ -275,6 +291,11 @@ def _search_cmd(args) -> int:
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2
     try: ret = store.retriever(args.retriever)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2   # e.g. a model it needs is absent
+    reranker, err = _load_reranker(args, 'search')
+    if err: print(err, file=sys.stderr); return 2
+    if reranker is not None:
+        from scholarqa.retrieval.rerank import RerankedRetriever
+        ret = RerankedRetriever(ret, reranker, args.rerank_depth)
     if args.questions is None:
         hits = ret.retrieve(args.query, args.k)
         if args.json: print(json.dumps([_hit_json(store, h) for h in hits], ensure_ascii=False))
@@ -340,6 +361,7 @@ def _add_ask(sub) -> None:
                    help='the registered QA method that chooses the passages: %(choices)s (default retrieve: the --retriever top-k)')
     p.add_argument('--sparse-weight', type=float, default=None, metavar='W',
                    help='--method structrag: weight of the learned sparse (SPLADE) channel in its relevance (default 0: off)')
+    _add_rerank_flags(p)
     p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])
     p.add_argument('--max-tokens', type=int, default=256, help='answer length limit in tokens')
     p.add_argument('--json', action='store_true', help='print one JSON object')
@@ -373,8 +395,15 @@ def _ask_cmd(args) -> int:
     options = {k: v for k, v in (('retriever', args.retriever), ('sparse_weight', args.sparse_weight)) if v is not None}
     try: store = store_mod.IndexStore.load(args.index)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
+    reranker, err = _load_reranker(args, 'ask')
+    if err: print(err, file=sys.stderr); return 2
+    if reranker is not None and args.method == 'structrag':       # StructRAG reranks inside its chosen papers (04_structrag)
+        options.update(reranker=reranker, rerank_depth=args.rerank_depth)
     try: method = answer.make_method(args.method, store, mode=args.mode, max_tokens=args.max_tokens, **options)
     except answer.MethodOptionError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
+    if reranker is not None and args.method != 'structrag':
+        from scholarqa.retrieval.rerank import RerankedMethod
+        method = RerankedMethod(method, reranker, args.rerank_depth)
     try: backend = make_backend(args.backend, **_backend_kwargs(args, store))
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
 
@@ -386,7 +415,8 @@ def _ask_cmd(args) -> int:
                 'unsupported': ans.unsupported, 'insufficient': ans.insufficient, 'support': ans.support,
                 'hits': [_hit_json(store, h) for h in ans.hits], 'backend': ans.backend, 'model': ans.model,
                 'method': args.method, 'retriever': (args.retriever or 'hybrid') if args.method == 'retrieve' else None,
-                'sparse_weight': (args.sparse_weight or 0.0) if args.method == 'structrag' else None, 'mode': args.mode}
+                'sparse_weight': (args.sparse_weight or 0.0) if args.method == 'structrag' else None, 'mode': args.mode,
+                'rerank': reranker.name if reranker is not None else None}
 
     if args.questions is not None:
         bad = 0
@@ -511,8 +541,47 @@ def _mc_query_cmd(args) -> int:
         print(f"{i:>3}. {r['title'][:90]}  [{r['paper_id']}]  rrf {r['score']:.4f}  ({ranks})")
     return 0
 
+# %% ../nbs/10_cli.ipynb #rr000002
+def _add_rerank(sub) -> None:
+    p = sub.add_parser('rerank', help='train the cross-encoder reranker used by search/ask --rerank',
+                       description='Train a cross-encoder reranker (02j_rerank) and write its model folder.')
+    rs = p.add_subparsers(dest='rerank_command', metavar='RERANK_COMMAND')
+    t = rs.add_parser('train', help='train a reranker from the data folder and/or a corpus')
+    t.add_argument('--corpus', default=None, metavar='CORPUS_DIR', help='ingested corpus whose paragraphs give pseudo-queries')
+    t.add_argument('--data-dir', default=None, help='data folder with PubMedQA / QASPER / NarrativeQA (default: $SCHOLARQA_DATA or ../shared/data)')
+    t.add_argument('--out', default=None, metavar='MODEL_DIR', help='model folder (default: the one --rerank reads without a value)')
+    t.add_argument('--cap', type=int, default=1500, help='most questions per public source (default 1500)')
+    t.add_argument('--pseudo', type=int, default=1500, help='pseudo-queries from the corpus (default 1500)')
+    t.add_argument('--epochs', type=int, default=1)
+    t.add_argument('--max-length', type=int, default=256, help='tokens of question + passage (default 256)')
+    t.add_argument('--seed', type=int, default=0)
+    t.add_argument('--json', action='store_true', help='print the training record and data card as JSON')
+    t.set_defaults(func=_rerank_train_cmd)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+def _rerank_train_cmd(args) -> int:
+    rr = need('scholarqa.retrieval.rerank', 'index,embed,train', 'rerank train')
+    from scholarqa.retrieval.dense import Encoder
+    if min(args.cap, args.pseudo, args.epochs, args.max_length) < 1:
+        print('scholarqa rerank train: --cap, --pseudo, --epochs and --max-length must be at least 1', file=sys.stderr); return 2
+    papers = []
+    if args.corpus:
+        papers, err = _load_corpus_arg('rerank train', args.corpus)
+        if papers is None: print(err, file=sys.stderr); return 2
+    out = Path(args.out) if args.out else rr.default_reranker_dir()
+    try:
+        ex, card = rr.default_training_examples(Encoder(progress=False), papers, data_dir=args.data_dir, cap=args.cap,
+                                                n_pseudo=args.pseudo, seed=args.seed, progress=True)
+        rec = rr.train_reranker(ex, out, epochs=args.epochs, max_length=args.max_length, seed=args.seed, progress=True)
+    except (ValueError, OSError) as e: print(f'scholarqa rerank train: {e}', file=sys.stderr); return 2
+    if args.json: print(json.dumps({'record': {k: v for k, v in rec.items() if k != 'losses'}, 'data_card': card})); return 0
+    print(f"{rec['examples']} examples ({', '.join(f'{k} {v}' for k, v in rec['by_source'].items())}); {rec['steps']} steps in "
+          f"{rec['seconds']} s: loss {rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in {out}")
+    for m in card['missing']: print(f'  skipped {m}')
+    return 0
+
 # %% ../nbs/10_cli.ipynb #70f5a69a
-SUBCOMMANDS = [_add_ingest, _add_kg, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel]
+SUBCOMMANDS = [_add_ingest, _add_kg, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel, _add_rerank]
 
 def build_parser() -> argparse.ArgumentParser:
     "The `scholarqa` parser with every subcommand (none of them imports an optional package here)."

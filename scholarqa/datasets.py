@@ -32,9 +32,9 @@ __all__ = ['DATASETS', 'UNARXIVE_FILE', 'S2ORC_FILES', 'QASPER_FILE', 'QASPER_RE
            'load_unarxive', 'load_s2orc', 'qasper_answer', 'qasper_dataset', 'load_qasper',
            'load_qasper_native_fixture', 'split_options', 'leval_dataset', 'load_leval_scientific_qa',
            'load_leval_paper_assistant', 'quality_official_questions', 'load_quality', 'load_narrativeqa',
-           'load_pubmedqa', 'load_pubmedqa_artificial', 'dedupe_by_pid', 'same_text_groups', 'edges_by_source_id',
-           'load_citeseer', 'load_openalex', 'read_coauthor_pairs', 'load_aan', 'load_cora', 'demo_dir',
-           'resolved_citation_edges', 'load_demo']
+           'load_pubmedqa', 'load_pubmedqa_artificial', 'hash_split', 'pubmedqa_split', 'dedupe_by_pid',
+           'same_text_groups', 'edges_by_source_id', 'load_citeseer', 'load_openalex', 'read_coauthor_pairs',
+           'load_aan', 'load_cora', 'demo_dir', 'resolved_citation_edges', 'load_demo']
 
 # %% ../nbs/00f_datasets.ipynb #a6db043b
 @dataclass
@@ -366,6 +366,21 @@ def load_pubmedqa_artificial(data_dir, **kw) -> Dataset:
                         paper_ids=[p.id], evidence=[para.text for _, para in iter_paragraphs(p)], kind='yesno',
                         label=p.metadata['answer']) for p in papers]
     return Dataset('pubmedqa_artificial', papers, questions, errors=errors)
+
+# %% ../nbs/00f_datasets.ipynb #hs000002
+def hash_split(key: str, seed: int = 0,
+               fractions=(('train', 0.1), ('dev', 0.1), ('test', 0.8))) -> str:
+    "The part of a seeded split that `key` falls in: a hash of (seed, key) decides, so the split ignores file order."
+    u = int(blake2b_hex(f'{seed}:{key}', 8), 16) / 16 ** 16
+    acc = 0.0
+    for name, share in fractions:
+        acc += share
+        if u < acc: return name
+    return fractions[-1][0]
+
+def pubmedqa_split(q: QAItem, seed: int = 0) -> str:
+    "'train', 'dev' or 'test' of the 10 / 10 / 80 PubMedQA PQA-L split by PMID (CG-RAG's protocol: train on 10 %)."
+    return hash_split(q.metadata.get('pmid', q.id), seed)
 
 # %% ../nbs/00f_datasets.ipynb #089285c7
 def dedupe_by_pid(papers, kind: str) -> tuple[list, dict]:

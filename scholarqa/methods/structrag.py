@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..doc import atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy
 from ..kg.rdf import add_entities, corpus_to_dataset, kg_select, paragraph_iri
 from ..kg.entities import PatternExtractor, entity_key, extract_entities
-from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
+from ..retrieval.base import Chunk, Hit, chunk_index_text, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.splade import SpladeRetriever
@@ -198,6 +198,8 @@ class StructRAGConfig:
     min_rel: float = 0.0         # relative relevance a new source must reach (0: none)
     lam: float = 0.9             # λ of the MMR variant (chosen on dev; 0.7 was best for the flat ranking)
     sparse_weight: float = 0.0   # w_S: the learned sparse (SPLADE) channel in rel; 0 = off; needs `splade` (the experiment companion's SPLADE runs: 1.0)
+    rerank_weight: float = 0.0   # β: share of the cross-encoder in W(p | S) for the top `rerank_depth` paragraphs; 0 = off; needs `reranker` (02j_rerank)
+    rerank_depth: int = 30       # paragraphs (of the chosen papers, best first) the cross-encoder reads
 
 def _mm_depth(x: np.ndarray, depth: int | None = None) -> np.ndarray:
     "Min–max over the top `depth` scores (None: all); below the depth-th score is 0; a constant vector becomes all ones."
@@ -221,6 +223,7 @@ class StructRAG(GeneratorAnswer):
         if splade is not None and [c.id for c in splade.chunks] != [c.id for c in self.chunks]:
             raise ValueError('the SpladeRetriever indexes other chunks than this StructRAG: build it over the same chunk list')
         self.splade = splade
+        self.reranker = None                        # a 02j_rerank Reranker: the optional in-paper rerank stage
         self.config = config or StructRAGConfig()
         self.bm25 = BM25Index(self.chunks)
         self.row_of = {}                            # paragraph id -> chunk rows
@@ -308,11 +311,32 @@ def hierarchical_relevance(self: StructRAG, question: str, rel: np.ndarray, conf
     cfg = config or self.config
     ps = self.paper_scores(rel)
     top = np.argsort(-ps, kind='stable')[:cfg.papers]
-    out = np.full(len(rel), -np.inf)
+    out, w, p_of = np.full(len(rel), -np.inf), np.zeros(len(rel)), np.zeros(len(rel))
     for n, p_hat in zip(top, _mm_depth(ps[top])):
         rows = self.paper_rows[n]
-        out[rows] = cfg.paper_weight * p_hat + (1 - cfg.paper_weight) * self.within_paper(question, rows, rel)
+        w[rows], p_of[rows] = self.within_paper(question, rows, rel), p_hat
+        out[rows] = cfg.paper_weight * p_hat + (1 - cfg.paper_weight) * w[rows]
+    if cfg.rerank_weight: out = self.rerank_within_papers(question, out, w, p_of, cfg)
     return out
+
+@patch
+def rerank_within_papers(self: StructRAG, question: str, out: np.ndarray, w: np.ndarray, p_of: np.ndarray,
+                         config: StructRAGConfig | None = None) -> np.ndarray:
+    "The top `rerank_depth` paragraphs rescored with W' = (1 − β)·W + β·CE (CE min–max inside each paper's candidates); the rest −inf."
+    cfg = config or self.config
+    if self.reranker is None: raise ValueError('rerank_weight > 0 needs a cross-encoder: set StructRAG.reranker = Reranker(...) (02j_rerank)')
+    cand = [int(i) for i in np.argsort(-out, kind='stable')[:cfg.rerank_depth] if np.isfinite(out[i])]
+    ce = self.reranker.scores(question, [chunk_index_text(self.chunks[i]) for i in cand])          # (n_cand,)
+    res = np.full(len(out), -np.inf)
+    by_paper = {}
+    for j, i in enumerate(cand): by_paper.setdefault(int(self.paper_of[i]), []).append(j)
+    for js in by_paper.values():
+        x = ce[js]
+        ce_mm = (x - x.min()) / (x.max() - x.min()) if len(js) > 1 and x.max() > x.min() else np.ones(len(js))
+        for j, c in zip(js, ce_mm):
+            i = cand[j]
+            res[i] = cfg.paper_weight * p_of[i] + (1 - cfg.paper_weight) * ((1 - cfg.rerank_weight) * w[i] + cfg.rerank_weight * c)
+    return res
 
 # %% ../../nbs/04_structrag.ipynb #132f2b3e
 class VanillaRAG(GeneratorAnswer):
@@ -426,11 +450,17 @@ def method_hits(store: IndexStore, question: str, k: int = 5,
 
 @register_method('structrag', 'StructRAG (seed 000): entity-anchored, source-diverse paragraphs with their place in the paper')
 def structrag_method(store, sparse_weight: float = 0.0,   # w_S of the optional SPLADE channel (0: off)
-                     mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> StructRAG:
+                     mode: str = 'direct', max_tokens: int = 256, papers=None,
+                     reranker=None,                       # a 02j_rerank Reranker: rerank inside the chosen papers
+                     rerank_weight: float = 1.0,          # β when a reranker is given
+                     rerank_depth: int = 30, **options) -> StructRAG:
     "StructRAG over an index, ready to retrieve and answer."
     check_options('structrag', options)
     if not sparse_weight >= 0: raise MethodOptionError(f'--sparse-weight must be a non-negative weight, not {sparse_weight}')
-    srag, _ = pipelines_for_store(store, papers, config=replace(StructRAGConfig(), sparse_weight=sparse_weight) if sparse_weight else None)
+    cfg = replace(StructRAGConfig(), sparse_weight=sparse_weight, rerank_weight=rerank_weight if reranker is not None else 0.0,
+                  rerank_depth=rerank_depth)
+    srag, _ = pipelines_for_store(store, papers, config=cfg)
+    srag.reranker = reranker
     srag.mode, srag.max_tokens = mode, max_tokens
     return srag
 

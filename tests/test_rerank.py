@@ -1,0 +1,73 @@
+"""The reranker (02j_rerank): the training data never holds a protected question (checked on the real PubMedQA, QASPER and
+NarrativeQA files), and `scholarqa rerank train`, `search --rerank` and `ask --rerank` work end to end on the demo corpus."""
+import json, os, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from scholarqa.datasets import find_data_dir, load_dataset, pubmedqa_split, DatasetUnavailable
+from scholarqa.doc import normalise_text
+from scholarqa.retrieval.rerank import (narrativeqa_items, protected_questions, pubmedqa_items, qasper_items,
+                                        select_training)
+
+DATA = find_data_dir()
+needs = lambda *names: pytest.mark.skipif(DATA is None or not all((DATA / n).exists() for n in names),
+                                          reason=f'needs {", ".join(names)} in the shared data folder (set SCHOLARQA_DATA)')
+BIN = Path(sys.executable).parent / 'scholarqa'
+
+
+@needs('pubmedqa', 'qasper', 'narrativeqa')
+def test_training_items_exclude_every_protected_question():
+    pq, pdocs = protected_questions(DATA)
+    pqal = load_dataset('pubmedqa', DATA)
+    parts = {q.metadata['pmid']: pubmedqa_split(q) for q in pqal.questions}
+    assert {'train', 'dev', 'test'} == set(parts.values())
+    items = {'pubmedqa': pubmedqa_items(pqal)[0], 'qasper': qasper_items(load_dataset('qasper', DATA))[0],
+             'narrativeqa': narrativeqa_items(load_dataset('narrativeqa', DATA))[0]}
+    assert all(parts[it['doc']] == 'train' for it in items['pubmedqa'])           # the reader already keeps the train part only
+    assert 50 < len(items['pubmedqa']) < 150 and items['qasper'] and len(items['narrativeqa']) > 300
+    # a test-part question smuggled into the items is dropped by select_training, and counted
+    test_q = next(q for q in pqal.questions if parts[q.metadata['pmid']] == 'test')
+    items['pubmedqa'].append({'qid': 'smuggled', 'query': test_q.question, 'positives': [], 'paper_id': 'x', 'doc': 'x'})
+    kept, card = select_training(items, pq, pdocs)
+    assert card['pubmedqa']['dropped_protected_question'] == 1
+    norm = lambda t: normalise_text(t).lower()
+    for src, its in kept.items():
+        assert not {norm(it['query']) for it in its} & {norm(q) for q in pq}, src
+        assert not {str(it['doc']) for it in its} & pdocs, src
+    # every unArXive question (dev ones choose settings) is protected
+    ev = [json.loads(l)['question'] for l in (Path(__file__).parents[1] / 'data/eval/unarxive_questions.jsonl').read_text().splitlines()]
+    assert {norm(q) for q in ev} <= {norm(q) for q in pq}
+
+
+def _run(*args, env=None):
+    return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+def test_cli_rerank_train_search_ask(tmp_path):
+    from scholarqa.datasets import demo_dir
+    cache = tmp_path / 'cache'; cache.mkdir()
+    env = {'SCHOLARQA_CACHE': str(cache)}
+    assert _run('ingest', demo_dir(), '--out', tmp_path / 'corpus').returncode == 0
+    assert _run('index', tmp_path / 'corpus', '--out', tmp_path / 'index').returncode == 0
+    q = 'How are citation graphs used for retrieval?'
+    r = _run('search', tmp_path / 'index', q, '--rerank', env=env)                 # no default model yet: a clear error
+    assert r.returncode == 2 and 'scholarqa rerank train' in r.stderr
+    empty = tmp_path / 'no_data'; empty.mkdir()
+    r = _run('rerank', 'train', '--corpus', tmp_path / 'corpus', '--data-dir', empty, '--pseudo', 24, '--max-length', 64, '--json', env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out['record']['examples'] > 0 and set(out['data_card']['sources']) == {'pseudo_queries'} and len(out['data_card']['missing']) == 4
+    first = json.loads(_run('search', tmp_path / 'index', q, '-k', 30, '--json').stdout)
+    r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--rerank-depth', 30, '--json', env=env)
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    assert len(hits) == 5 and all(h['retriever'].endswith('+rerank') for h in hits)
+    assert {h['chunk_id'] for h in hits} <= {h['chunk_id'] for h in first}       # reranked from the first stage's top 30
+    for method in ('retrieve', 'structrag'):
+        r = _run('ask', tmp_path / 'index', q, '--method', method, '--rerank', cache / 'rerankers' / 'default', '--json', env=env)
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)
+        assert res['rerank'] and len(res['hits']) == 5
+    r = _run('search', tmp_path / 'index', q, '--rerank', tmp_path / 'index' / 'meta.json')
+    assert r.returncode == 2 and 'not a file' in r.stderr
