@@ -397,13 +397,9 @@ def _ask_cmd(args) -> int:
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     reranker, err = _load_reranker(args, 'ask')
     if err: print(err, file=sys.stderr); return 2
-    if reranker is not None and args.method == 'structrag':       # StructRAG reranks inside its chosen papers (04_structrag)
-        options.update(reranker=reranker, rerank_depth=args.rerank_depth)
-    try: method = answer.make_method(args.method, store, mode=args.mode, max_tokens=args.max_tokens, **options)
+    try: method = answer.make_method(args.method, store, reranker=reranker, rerank_depth=args.rerank_depth, mode=args.mode,
+                                     max_tokens=args.max_tokens, **options)
     except answer.MethodOptionError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    if reranker is not None and args.method != 'structrag':
-        from scholarqa.retrieval.rerank import RerankedMethod
-        method = RerankedMethod(method, reranker, args.rerank_depth)
     try: backend = make_backend(args.backend, **_backend_kwargs(args, store))
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
 

@@ -379,7 +379,7 @@ def hash_split(key: str, seed: int = 0,
     return fractions[-1][0]
 
 def pubmedqa_split(q: QAItem, seed: int = 0) -> str:
-    "'train', 'dev' or 'test' of the 10 / 10 / 80 PubMedQA PQA-L split by PMID (CG-RAG's protocol: train on 10 %)."
+    "'train', 'dev' or 'test' of the 10 / 10 / 80 PubMedQA PQA-L split by PMID (seed 003's protocol: train on 10 %)."
     return hash_split(q.metadata.get('pmid', q.id), seed)
 
 # %% ../nbs/00f_datasets.ipynb #089285c7

@@ -381,10 +381,19 @@ def register_method(name: str, help: str = ''):
         return factory
     return deco
 
-def make_method(name: str, store, **options) -> Method:
-    "Build the method registered as `name` over an index; a `MethodOptionError` names what was wrong."
+def make_method(name: str, store,
+                reranker=None,             # a cross-encoder `Reranker` (02j_rerank): the method gets a rerank stage
+                rerank_depth: int = 30,    # passages of the method's own ranking the reranker reads
+                **options) -> Method:
+    "Build the method registered as `name` over an index (with a rerank stage when given a reranker); a `MethodOptionError` names what was wrong."
+    import inspect
     if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
-    return METHODS[name](store, **options)
+    factory = METHODS[name]
+    if reranker is None: return factory(store, **options)
+    if 'reranker' in inspect.signature(factory).parameters:     # the method places the stage itself (StructRAG: inside its papers)
+        return factory(store, reranker=reranker, rerank_depth=rerank_depth, **options)
+    from scholarqa.retrieval.rerank import RerankedMethod
+    return RerankedMethod(factory(store, **options), reranker, rerank_depth)
 
 def check_options(method: str, options: dict, allowed=()) -> None:
     "Refuse options a method does not take (the message names the option as a command-line flag)."

@@ -19,7 +19,7 @@ from ..datasets import Dataset, DatasetUnavailable, load_dataset, resolved_citat
 from ..retrieval.base import Chunk, Hit, Retriever, register_retriever
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.fusion import reciprocal_rank_fusion, score_fusion
-from ..retrieval.dense import model_identity, quiet_model_loading
+from ..retrieval.dense import model_identity, quiet_model_loading, trainer_progress
 from ..evaluate import evaluate_run
 
 # %% auto #0
@@ -328,18 +328,7 @@ def fine_tune_dense(rows: list[dict], out_dir,
         logging_steps=1, report_to='none', use_cpu=True, disable_tqdm=True, dataloader_num_workers=0)
     trainer = SentenceTransformerTrainer(model=st, args=args, train_dataset=HFDataset.from_list(rows),
                                          loss=losses.MultipleNegativesRankingLoss(st, scale=scale))
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
-    for cb in (PrinterCallback, ProgressCallback): trainer.remove_callback(cb)      # they print every logged step to stdout
-    if progress:
-        class _Report(TrainerCallback):
-            "A line on stderr every few seconds (steps done, elapsed), like `00_doc.progress`."
-            t0 = last = time.monotonic()
-            def on_step_end(self, args, state, control, **kw):
-                now = time.monotonic()
-                if now - self.last >= 5 or state.global_step == state.max_steps:
-                    print(f'NE fine-tuning: {state.global_step}/{state.max_steps} steps, {now - self.t0:.0f} s', file=sys.stderr, flush=True)
-                    self.last = now
-        trainer.add_callback(_Report())
+    trainer_progress(trainer, 'NE fine-tuning', enabled=progress)
     trainer.train()
     shutil.rmtree(work, ignore_errors=True)
     losses_ = [round(float(h['loss']), 5) for h in trainer.state.log_history if 'loss' in h]

@@ -21,9 +21,10 @@ from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
 __all__ = ['ICT_RECORD', 'QUERY_BATCH', 'PARITY_TEXTS', 'PARITY_MIN_COSINE', 'default_embedding_model', 'model_identity',
-           'default_cache_dir', 'EmbeddingCache', 'quiet_model_loading', 'Encoder', 'onnx_available', 'export_onnx',
-           'quantize_onnx', 'encoder_benchmark', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex',
-           'ann_recall', 'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
+           'default_cache_dir', 'EmbeddingCache', 'quiet_model_loading', 'trainer_progress', 'Encoder',
+           'onnx_available', 'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'onnx_session',
+           'onnx_feed', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex', 'ann_recall', 'chunk_int_id',
+           'DenseRetriever', 'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -112,6 +113,21 @@ def quiet_model_loading() -> None:
     try:
         from transformers.utils import logging as hf_logging; hf_logging.disable_progress_bar()
     except ImportError: pass
+
+def trainer_progress(trainer, desc: str, enabled: bool = True, every: float = 5.0) -> None:
+    "Make a transformers Trainer quiet on stdout and, if `enabled`, report 'desc: step/steps, seconds' on stderr every few seconds."
+    import sys
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
+    for cb in (PrinterCallback, ProgressCallback): trainer.remove_callback(cb)      # they print every logged step to stdout
+    if not enabled: return
+    class _Report(TrainerCallback):
+        def __init__(self): self.t0 = self.last = time.monotonic()
+        def on_step_end(self, args, state, control, **kw):
+            now = time.monotonic()
+            if now - self.last >= every or state.global_step == state.max_steps:
+                print(f'{desc}: {state.global_step}/{state.max_steps} steps, {now - self.t0:.0f} s', file=sys.stderr, flush=True)
+                self.last = now
+    trainer.add_callback(_Report())
 
 class Encoder:
     "Sentence embeddings: (n, d) float32, L2-normalised, batched, cached by blake2b(model id + exact text)."
@@ -203,10 +219,25 @@ def onnx_available() -> bool:
     import importlib.util
     return all(importlib.util.find_spec(m) is not None for m in ('onnx', 'onnxruntime'))
 
-def export_onnx(st_model, path, opset: int = 17) -> Path:
-    "Export a SentenceTransformer (mean or CLS pooling) to one ONNX graph at `path` (atomic); returns the path."
+def export_module_onnx(module, sample: dict,          # a torch module called as module(*inputs), and a sample batch {input name: tensor}
+                       path, output: str = 'output', opset: int = 17) -> Path:
+    "Export `module` to one ONNX graph at `path` (atomic) with dynamic batch and token axes; returns the path."
     if not onnx_available(): raise ImportError("the ONNX backend needs the 'onnx' package: pip install onnx")
     import warnings, torch
+    names = list(sample)
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    axes = {n: {0: 'batch', 1: 'tokens'} for n in names} | {output: {0: 'batch'}}
+    with warnings.catch_warnings(), torch.inference_mode():
+        warnings.simplefilter('ignore')
+        torch.onnx.export(module.eval(), tuple(sample[n] for n in names), str(tmp), input_names=names, output_names=[output],
+                          dynamic_axes=axes, opset_version=opset, dynamo=False)
+    os.replace(tmp, path)
+    return path
+
+def export_onnx(st_model, path, opset: int = 17) -> Path:
+    "Export a SentenceTransformer (mean or CLS pooling) to one ONNX graph at `path` (atomic); returns the path."
+    import torch
 
     class _DenseOnnxGraph(torch.nn.Module):
         "Transformer + pooling + L2 normalisation as one module, so the exported graph returns finished sentence vectors."
@@ -229,15 +260,7 @@ def export_onnx(st_model, path, opset: int = 17) -> Path:
     sample = tok(['an example sentence', 'another one, a little longer'], padding=True, return_tensors='pt')
     names = [n for n in tok.model_input_names if n in sample]
     graph = _DenseOnnxGraph(st_model[0].auto_model.eval(), names, mode)
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    axes = {n: {0: 'batch', 1: 'tokens'} for n in names} | {'embedding': {0: 'batch'}}
-    with warnings.catch_warnings(), torch.inference_mode():
-        warnings.simplefilter('ignore')
-        torch.onnx.export(graph, tuple(sample[n] for n in names), str(tmp), input_names=names, output_names=['embedding'],
-                          dynamic_axes=axes, opset_version=opset, dynamo=False)
-    os.replace(tmp, path)
-    return path
+    return export_module_onnx(graph, {n: sample[n] for n in names}, path, output='embedding', opset=opset)
 
 def quantize_onnx(src, dst) -> Path:
     "Dynamic int8 quantisation of an ONNX model's MatMul weights, one scale per output channel: `src` -> `dst`."
@@ -306,10 +329,23 @@ PARITY_TEXTS = ('How do citation graphs help retrieval for scientific question a
                 'graph neural networks over heterogeneous author, paper and venue nodes ' * 8)
 PARITY_MIN_COSINE = 0.9999   # below this the ONNX query vectors are not the PyTorch ones: no query encoder is written
 
+def onnx_session(path, threads: int = QUERY_THREADS):
+    "An ONNX Runtime CPU session on `threads` threads whose idle threads sleep instead of spinning."
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = threads, 1, 3
+    so.add_session_config_entry('session.intra_op.allow_spinning', '0')
+    return ort.InferenceSession(str(path), so, providers=['CPUExecutionProvider'])
+
+def onnx_feed(session, encodings) -> dict:
+    "The int64 inputs a session asks for (input_ids, attention_mask, token_type_ids) from `tokenizers` encodings."
+    feed = {'input_ids': [e.ids for e in encodings], 'attention_mask': [e.attention_mask for e in encodings],
+            'token_type_ids': [e.type_ids for e in encodings]}
+    return {i.name: np.asarray(feed[i.name], np.int64) for i in session.get_inputs()}
+
 class OnnxQueryEncoder:
     "Query-only sentence encoder from an exported folder (model.onnx, tokenizer.json, encoder.json); needs no PyTorch."
     def __init__(self, folder, threads: int = QUERY_THREADS):
-        import onnxruntime as ort
         from tokenizers import Tokenizer
         self.folder = Path(folder)
         self.info = json.loads((self.folder / 'encoder.json').read_text(encoding='utf-8'))
@@ -318,11 +354,7 @@ class OnnxQueryEncoder:
         self.tok = Tokenizer.from_file(str(self.folder / 'tokenizer.json'))
         self.tok.enable_truncation(max_length=self.max_seq_length)
         self.tok.enable_padding(pad_id=self.info['pad_id'], pad_token=self.info['pad_token'])
-        so = ort.SessionOptions()
-        so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = threads, 1, 3
-        so.add_session_config_entry('session.intra_op.allow_spinning', '0')
-        self.session = ort.InferenceSession(str(self.folder / 'model.onnx'), so, providers=['CPUExecutionProvider'])
-        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.session = onnx_session(self.folder / 'model.onnx', threads)
         self.stats = {'encoded': 0, 'cached': 0, 'truncated': 0}
 
     def __repr__(self): return f'OnnxQueryEncoder({self.model_id}, dim={self.dim}, folder={self.folder})'
@@ -331,10 +363,7 @@ class OnnxQueryEncoder:
         "Query vectors (n, dim) float32, unit length (no cache: queries are one-off strings)."
         texts = list(texts)
         if not texts: return np.zeros((0, self.dim), np.float32)
-        encs = self.tok.encode_batch(texts)
-        feed = {'input_ids': [e.ids for e in encs], 'attention_mask': [e.attention_mask for e in encs],
-                'token_type_ids': [e.type_ids for e in encs]}
-        v = self.session.run(None, {n: np.asarray(feed[n], np.int64) for n in self.inputs})[0]
+        v = self.session.run(None, onnx_feed(self.session, self.tok.encode_batch(texts)))[0]
         self.stats['encoded'] += len(texts)
         return np.asarray(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12), np.float32)
 

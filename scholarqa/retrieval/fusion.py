@@ -9,7 +9,7 @@ import numpy as np
 from .base import Hit, Retriever
 
 # %% auto #0
-__all__ = ['reciprocal_rank_fusion', 'score_fusion', 'HybridRetriever', 'fuse_runs']
+__all__ = ['reciprocal_rank_fusion', 'minmax', 'score_fusion', 'HybridRetriever', 'fuse_runs']
 
 # %% ../../nbs/02c_fusion.ipynb #7d822e61
 def _fuse_order(score: dict, best: dict) -> list[str]:
@@ -28,11 +28,16 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int = 60, weigh
             best[cid] = min(best.get(cid, rank), rank)
     return [Hit(chunk[c], score[c], 'rrf') for c in _fuse_order(score, best)]
 
+def minmax(scores) -> np.ndarray:
+    "Scores scaled to [0, 1]: (s − min) / (max − min); a constant vector becomes all ones (every item ties for best)."
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size == 0: return scores
+    lo, hi = scores.min(), scores.max()
+    return (scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)
+
 def _fuse_normalise(scores: np.ndarray, norm: str) -> tuple[np.ndarray, float]:
     "Normalised scores and the value a missing chunk gets."
-    if norm == 'minmax':
-        lo, hi = scores.min(), scores.max()
-        return ((scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)), 0.0
+    if norm == 'minmax': return minmax(scores), 0.0
     if norm == 'zscore':
         sd = scores.std()
         z = (scores - scores.mean()) / sd if sd > 0 else np.zeros_like(scores)
