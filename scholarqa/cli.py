@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_cli.ipynb #b82267c7
 from __future__ import annotations
-import argparse, importlib, json, pkgutil, re, sys, time
+import argparse, importlib, json, os, pkgutil, re, sys, time
 from pathlib import Path
 
 # %% auto #0
@@ -12,6 +12,11 @@ __all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoice
            'read_questions', 'snippet', 'print_hits', 'build_parser', 'main', 'cli_main']
 
 # %% ../nbs/10_cli.ipynb #29f94d8c
+def _wait_flag(p) -> None:
+    "The flag of every subcommand that writes a folder: refuse a busy folder instead of waiting for it (00_doc `writer_lock`)."
+    p.add_argument('--no-wait', action='store_true',
+                   help='if another process is writing the output folder, exit at once with status 3 instead of waiting')
+
 class MissingExtra(RuntimeError):
     "An optional dependency of a subcommand is not installed."
 
@@ -81,6 +86,7 @@ def _add_ingest(sub) -> None:
     p.add_argument('--splitter', default=None, choices=sorted(SPLITTERS), help='sentence splitter (default: the measured best)')
     p.add_argument('--max-bytes', type=int, default=MAX_FILE_BYTES, help='refuse files larger than this')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
+    _wait_flag(p)
     p.set_defaults(func=_ingest_cmd)
 
 def _ingest_cmd(args) -> int:
@@ -111,6 +117,7 @@ def _add_kg(sub) -> None:
     b.add_argument('--out', help='dataset file to write (.trig or .nq); read first if it exists, so re-runs are incremental')
     b.add_argument('--store', default='memory', help="'memory' (default) or 'oxigraph:PATH' (persistent)")
     b.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
+    _wait_flag(b)
     b.set_defaults(func=_kg_build_cmd)
     q = ks.add_parser('query', help='run a SPARQL query on a dataset file or store')
     q.add_argument('target', help="a .trig/.nq file or a store spec ('oxigraph:PATH', 'sparql:URL')")
@@ -124,16 +131,20 @@ def _kg_build_cmd(args) -> int:
     from scholarqa.ingest import load_manifest, MANIFEST
     if args.store == 'memory' and not args.out:
         print('scholarqa kg build: give --out FILE.trig (or a persistent --store oxigraph:PATH)', file=sys.stderr); return 2
+    import contextlib
+    from scholarqa.doc import writer_lock
+    target = args.out or (args.store.split(':', 1)[1] if args.store.startswith('oxigraph:') else None)   # what this run writes
     try:
         load_manifest(args.corpus)
         if not (Path(args.corpus) / MANIFEST).exists(): raise FileNotFoundError(f'{args.corpus} has no {MANIFEST}: run `scholarqa ingest` first')
-        ds = kg.open_store(args.store)
-        if args.out and Path(args.out).exists() and args.store == 'memory': kg.load_into(ds, args.out)
-        t0 = time.time()
-        rep = kg.sync_with_manifest(ds, args.corpus)
-        if args.out: kg.save_dataset(ds, args.out)
-        rep.update(papers=len(kg.paper_graphs(ds)), triples=len(ds), seconds=round(time.time() - t0, 3))
-        if kg.is_oxigraph(ds): ds.close()
+        with writer_lock(target) if target else contextlib.nullcontext():   # read-update-write as one writer
+            ds = kg.open_store(args.store)
+            if args.out and Path(args.out).exists() and args.store == 'memory': kg.load_into(ds, args.out)
+            t0 = time.time()
+            rep = kg.sync_with_manifest(ds, args.corpus)
+            if args.out: kg.save_dataset(ds, args.out)
+            rep.update(papers=len(kg.paper_graphs(ds)), triples=len(ds), seconds=round(time.time() - t0, 3))
+            if kg.is_oxigraph(ds): ds.close()
     except (OSError, ValueError) as e:
         print(f'scholarqa kg build: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rep))
@@ -178,6 +189,7 @@ def _add_index(sub) -> None:
     p.add_argument('--model', default=None, help='sentence-embedding model name or path (default: the bundled MiniLM)')
     p.add_argument('--no-context-header', action='store_true', help="index the bare chunk text, without the 'Title > Section:' header")
     p.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
+    _wait_flag(p)
     p.set_defaults(func=_index_cmd)
 
 def _load_corpus_arg(cmd: str, corpus_dir):
@@ -320,6 +332,7 @@ def _add_adapt(sub) -> None:
     a.add_argument('--epochs', type=int, default=1)
     a.add_argument('--seed', type=int, default=0)
     a.add_argument('--json', action='store_true', help='print the training record as JSON')
+    _wait_flag(a)
     a.set_defaults(func=_adapt_cmd)
 
 def _adapt_cmd(args) -> int:
@@ -464,6 +477,7 @@ def _add_multichannel(sub) -> None:
     t.add_argument('--no-holdout', action='store_true', help='hold no questions out (a model to serve an index with '
                    '`search --retriever multichannel`, not one to measure)')
     t.add_argument('--json', action='store_true', help='print the training record as JSON')
+    _wait_flag(t)
     t.set_defaults(func=_mc_train_cmd)
     e = ms.add_parser('eval', help="every channel's MAP, MAP@20 and Recall@20 on a split of the model's task")
     e.add_argument('model', metavar='MODEL')
@@ -552,6 +566,7 @@ def _add_rerank(sub) -> None:
     t.add_argument('--max-length', type=int, default=256, help='tokens of question + passage (default 256)')
     t.add_argument('--seed', type=int, default=0)
     t.add_argument('--json', action='store_true', help='print the training record and data card as JSON')
+    _wait_flag(t)
     t.set_defaults(func=_rerank_train_cmd)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -593,8 +608,15 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None): parser.print_help(); return 2
+    from scholarqa.doc import FolderBusy
+    before = os.environ.get('SCHOLARQA_LOCK_WAIT')
+    if getattr(args, 'no_wait', False): os.environ['SCHOLARQA_LOCK_WAIT'] = '0'      # every writer_lock of this run refuses
     try: return args.func(args)
     except MissingExtra as e: print(e, file=sys.stderr); return 2
+    except FolderBusy as e: print(f'scholarqa: {e}', file=sys.stderr); return 3
+    finally:
+        if before is None: os.environ.pop('SCHOLARQA_LOCK_WAIT', None)
+        else: os.environ['SCHOLARQA_LOCK_WAIT'] = before
 
 def cli_main():
     "Console-script wrapper: `scholarqa …` exits with `main`'s status."

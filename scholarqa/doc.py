@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_doc.ipynb #a7a2dec3
 from __future__ import annotations
-import gzip, hashlib, json, os, re, time, unicodedata
+import contextlib, gzip, hashlib, json, os, re, time, unicodedata
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -17,8 +17,8 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'resolve_references', 'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy',
            'split_sentences_spacy', 'split_sentences', 'finalize_paper', 'boundary_scores', 'evaluate_splitters',
            'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_bytes',
-           'atomic_write_text', 'atomic_write_json', 'replace_dir', 'progress', 'bundled_minilm_path', 'load_tokenizer',
-           'count_tokens', 'corpus_stats']
+           'atomic_write_text', 'atomic_write_json', 'replace_dir', 'FolderBusy', 'lock_path', 'lock_wait',
+           'writer_lock', 'writes', 'progress', 'bundled_minilm_path', 'load_tokenizer', 'count_tokens', 'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
@@ -478,6 +478,60 @@ def replace_dir(tmp, out) -> Path:
     tmp.rename(out)
     if old.exists(): shutil.rmtree(old)
     return out
+
+# %% ../nbs/00_doc.ipynb #6198e609
+class FolderBusy(Exception):
+    "Another process is writing this folder and the caller chose not to wait."
+
+def lock_path(target) -> Path:
+    "The lock file of folder (or file) `target`: `.NAME.lock` beside it, so it survives the folder being swapped in whole."
+    target = Path(target).absolute()
+    return target.with_name(f'.{target.name}.lock')
+
+def lock_wait() -> bool:
+    "Whether a writer waits for a busy folder by default: yes, unless the environment sets SCHOLARQA_LOCK_WAIT=0."
+    return os.environ.get('SCHOLARQA_LOCK_WAIT', '1').strip().lower() not in ('0', 'no', 'false')
+
+def _owner(lp: Path) -> str:
+    "Who holds lock `lp`, from the note its holder left beside it."
+    try: o = json.loads(lp.with_name(lp.name + '.owner').read_text())
+    except (OSError, ValueError): return 'another process'
+    return f"process {o.get('pid')} on {o.get('host')} ({o.get('command')}, since {o.get('since')})"
+
+@contextlib.contextmanager
+def writer_lock(target, wait: bool | None = None, poll: float = 0.2):
+    "Hold the writer lock of folder `target` for the block; wait for another writer (saying so on stderr) or raise `FolderBusy`."
+    import filelock, platform, sys
+    wait = lock_wait() if wait is None else wait
+    lp = lock_path(target); lp.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(lp), is_singleton=True)
+    try: lock.acquire(timeout=0)
+    except filelock.Timeout:
+        if not wait: raise FolderBusy(f'{target}: {_owner(lp)} is writing it; try again when it has finished') from None
+        print(f'{target}: {_owner(lp)} is writing it; waiting for it to finish ...', file=sys.stderr, flush=True)
+        lock.acquire(timeout=-1, poll_interval=poll)
+    note = lp.with_name(lp.name + '.owner')
+    try:
+        if lock.lock_counter == 1:
+            atomic_write_json(note, {'pid': os.getpid(), 'host': platform.node(), 'command': ' '.join(sys.argv[:3]),
+                                     'since': time.strftime('%Y-%m-%d %H:%M:%S')})
+        yield lock
+    finally:
+        if lock.lock_counter == 1: note.unlink(missing_ok=True)
+        lock.release()
+
+def writes(param: str):
+    "Decorator: run the function while holding `writer_lock` on its argument `param`, the folder it writes."
+    import functools, inspect
+    def deco(fn):
+        sig = inspect.signature(fn)
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            b = sig.bind(*args, **kwargs); b.apply_defaults()
+            if b.arguments.get(param) is None: return fn(*args, **kwargs)
+            with writer_lock(b.arguments[param]): return fn(*args, **kwargs)
+        return wrapper
+    return deco
 
 # %% ../nbs/00_doc.ipynb #a5930035
 def progress(items, desc: str, total: int | None = None, unit: str = 'items', enabled: bool = True, every: float = 5.0, file=None):

@@ -13,7 +13,7 @@ import json
 import os
 import time
 from tqdm.auto import tqdm
-from .doc import IngestError, MAX_FILE_BYTES, Paper, RecordError, atomic_write_json, atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict, resolve_references
+from .doc import IngestError, MAX_FILE_BYTES, Paper, RecordError, atomic_write_json, atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict, resolve_references, writer_lock
 from .readers.base import READERS, SIDECAR_METADATA, _bare_suffix, detect_format, load_readers, sidecar_metadata
 
 load_readers()   # every reader module of scholarqa.readers registers its formats, in a fixed order
@@ -135,19 +135,6 @@ def collect_files(paths: Iterable, fmt: str = 'auto') -> tuple[list[Path], list[
     return files, skipped
 
 # %% ../nbs/00b_ingest.ipynb #2f299445
-class _Lock:
-    "An exclusive lock on OUT/.lock for the duration of an ingest (POSIX flock; a no-op where flock is missing)."
-    def __init__(self, out: Path): self.path = out / '.lock'
-    def __enter__(self):
-        self.f = open(self.path, 'a+')
-        try:
-            import fcntl
-            try: fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError: raise IngestError(self.path.parent, 'another ingest is running on this output folder')
-        except ImportError: pass
-        return self
-    def __exit__(self, *a): self.f.close()
-
 def _parse_file(path: Path, fmt: str, splitter, opts) -> tuple[list[Paper], list[RecordError]]:
     spec = READERS.get(fmt)
     if spec is None: raise IngestError(path, f'unknown format {fmt!r}; known: {", ".join(READERS)}')
@@ -179,7 +166,7 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
     out = Path(out); (out / 'papers').mkdir(parents=True, exist_ok=True)
     paths = [Path(p) for p in paths]
     rep = IngestReport()
-    with _Lock(out):
+    with writer_lock(out):
         rep.repaired = {k: v for k, v in repair(out).items() if v}
         man = load_manifest(out)
         files, skipped = collect_files(paths, fmt)

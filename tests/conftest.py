@@ -13,3 +13,19 @@ def unarxive_index(tmp_path_factory):
     root = tmp_path_factory.mktemp('unarxive_index')
     store = build_index(ux.papers, root / 'index', encoder=Encoder(progress=False, cache_dir=root / 'index' / 'embeddings'))
     return store, ux
+
+
+@pytest.fixture(scope='session')
+def variant_papers():
+    "write(folder, n, tag): n Markdown papers made from the demo papers, each a paper of its own by one added sentence; returns their paths."
+    from scholarqa.datasets import demo_dir
+    def write(d, n: int, tag: str = 'p') -> list:
+        d.mkdir(parents=True)
+        md = sorted(demo_dir().glob('*.md'))
+        paths = []
+        for i in range(n):
+            txt = md[i % len(md)].read_text(encoding='utf-8')
+            txt = txt.replace('## Abstract\n', f'## Abstract\nVariant {tag}{i} of this paper, written for a test.\n', 1)
+            paths.append(d / f'{tag}{i:03d}.md'); paths[-1].write_text(txt, encoding='utf-8')
+        return paths
+    return write

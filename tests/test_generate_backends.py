@@ -367,3 +367,43 @@ def test_backend_speed_smollm2(smol):
     sp = backend_speed(smol, ['Name a colour.', 'Name an animal.'], GenParams(max_tokens=16))
     assert sp['model'] == smol.model_id and sp['completion_tokens'] > 0 and sp['tokens_per_s'] > 1
     assert sp['latency_s_p50'] <= sp['latency_s_p95']
+
+
+# ---------- a misbehaving server: every failure is bounded, named, and leaves the call cache as it was ----------
+
+def test_openai_429_retry_after_is_honoured():
+    with OpenAIStub([(429, {'error': 'slow down'}, {'Retry-After': '1'}), (200, openai_reply('done'))]) as s:
+        t0 = time.perf_counter()
+        c = OpenAIBackend(s.base_url, model='m', retries=2).chat('q')
+        assert c.text == 'done' and len(s.requests) == 2
+        assert time.perf_counter() - t0 >= 1.0, 'the client did not wait the Retry-After second'
+
+MISBEHAVIOUR = {   # what the server does -> (script item, words the error must hold, requests the client may make with retries=1)
+    '500 twice': ((500, {'error': 'boom'}), 'HTTP 500', 2),
+    '429 twice': ((429, {'error': 'slow down'}, {'Retry-After': '0'}), 'HTTP 429', 2),
+    'not JSON': ((200, b'{"choices": [{"message": {"content": "x"'), 'not JSON', 1),
+    'cut off': ((200, json.dumps(openai_reply('complete reply')).encode()[:25], {'Content-Length': '400'}), 'broke off', 2),
+    'no choices': ((200, {'id': 'x', 'choices': []}), 'no choices', 1),
+    'an HTML page': ((200, b'<html><body>login</body></html>', {'Content-Type': 'text/html'}), 'no choices (<html>', 1),
+}
+
+@pytest.mark.parametrize('what', sorted(MISBEHAVIOUR))
+def test_openai_misbehaving_server_is_bounded_named_and_not_cached(what, tmp_path):
+    reply, says, n = MISBEHAVIOUR[what]
+    with OpenAIStub([reply] * n) as s:                         # then the stub answers well again
+        cb = CachedBackend(OpenAIBackend(s.base_url, model='m', retries=1, timeout=5), tmp_path, 'readwrite')
+        with pytest.raises(BackendError) as e: cb.chat('q')
+        msg = str(e.value)
+        assert says in msg and s.base_url in msg and "'m'" in msg, msg
+        assert len(s.requests) == n, f'{len(s.requests)} requests for {what}'
+        assert not list(tmp_path.rglob('*')), 'a failed call left something in the cache'
+        assert cb.chat('q').text == 'echo: q' and len(list(tmp_path.glob('*/*.json'))) == 1   # the next good reply is recorded
+
+def test_openai_hang_past_timeout_leaves_the_cache_alone(tmp_path):
+    slow = lambda path, req: (time.sleep(1.0), (200, openai_reply('late')))[1]
+    with OpenAIStub(default=slow) as s:
+        cb = CachedBackend(OpenAIBackend(s.base_url, model='m', timeout=0.2, retries=1), tmp_path, 'readwrite')
+        t0 = time.perf_counter()
+        with pytest.raises(BackendError, match='timeout='): cb.chat('q')
+        assert time.perf_counter() - t0 < 10 and len(s.requests) == 2
+        assert not list(tmp_path.rglob('*'))

@@ -118,16 +118,6 @@ def test_malformed_batch(tmp_path):
     assert rep2['unchanged'] == len(good) and rep2['papers'] == len(good)
 
 
-def _many_papers(d: Path, n: int) -> int:
-    d.mkdir(parents=True)
-    md = sorted(demo_dir().glob('*.md'))
-    for i in range(n):
-        txt = md[i % len(md)].read_text(encoding='utf-8')
-        txt = txt.replace('## Abstract\n', f'## Abstract\nVariant {i} of this paper for the crash test.\n', 1)
-        (d / f'p{i:03d}.md').write_text(txt, encoding='utf-8')
-    return n
-
-
 def _shard_ids(out: Path) -> list[str]:
     ids = []
     for s in (out / 'papers').glob('*.jsonl'):
@@ -135,11 +125,11 @@ def _shard_ids(out: Path) -> list[str]:
     return ids
 
 
-def test_kill_9_at_any_point_then_repair(tmp_path):
+def test_kill_9_at_any_point_then_repair(tmp_path, variant_papers):
     """Kill the ingest with SIGKILL at random moments over several rounds (sources edited between rounds, so every round
     has work to do), then finish: the corpus equals a clean ingest of the final sources, with no duplicate and no loss."""
     src, out = tmp_path / 'src', tmp_path / 'crashy'
-    n = _many_papers(src, 400)
+    n = len(variant_papers(src, 400))
     t0 = time.time(); code, _ = ingest_json(src, '--out', tmp_path / 'timing'); full = time.time() - t0
     assert code == 0
     rng = random.Random(1234)

@@ -18,8 +18,8 @@ from ..doc import atomic_write_json
 __all__ = ['SMOLLM2_GGUF', 'OPENAI_DEFAULT_URL', 'BACKENDS', 'CACHE_MODES', 'Message', 'GenParams', 'Completion', 'BackendError',
            'JSONOutputError', 'as_messages', 'parse_json_object', 'Backend', 'default_gguf_path', 'gguf_model_id',
            'LlamaCppBackend', 'TransformersBackend', 'OpenAIBackend', 'openai_reply', 'OpenAIStub', 'make_backend',
-           'CacheMiss', 'cache_mode_from_env', 'cache_key', 'CachedBackend', 'llm_entity_extractor', 'Ledger',
-           'backend_speed']
+           'CacheMiss', 'CacheCorrupt', 'cache_mode_from_env', 'cache_key', 'read_cached_call', 'CachedBackend',
+           'llm_entity_extractor', 'Ledger', 'backend_speed']
 
 # %% ../../nbs/03_generate.ipynb #ce868cb5
 @dataclass
@@ -327,6 +327,8 @@ class OpenAIBackend(Backend):
         if isinstance(e, openai.APITimeoutError):
             return self._err(f'no reply from {url} within {self.timeout} s ({tries})',
                              'raise timeout=, or check --base-url / OPENAI_BASE_URL')
+        if isinstance(e, openai.APIConnectionError) and type(e.__cause__).__name__ == 'RemoteProtocolError':   # httpx's word for it
+            return self._err(f'{url} broke off its reply ({e.__cause__}) on each of {tries}', 'retry later, or check the server')
         if isinstance(e, openai.APIConnectionError):
             return self._err(f'cannot reach {self.base_url} ({e.__cause__ or e}) after {tries}', 'set --base-url or OPENAI_BASE_URL')
         if isinstance(e, openai.APIStatusError):
@@ -361,6 +363,9 @@ class OpenAIBackend(Backend):
             raw = api.with_raw_response.create(**kw)   # keeps the body, for the error below
             r = raw.parse()
         except openai.OpenAIError as e: raise self._failure(e, self.base_url + path) from e
+        except ValueError as e:                        # a 200 whose body is not JSON: the client lets the decoder's error out
+            raise self._err(f'{self.base_url}{path} answered with a body that is not JSON ({e}: {raw.http_response.text[:160]!r})',
+                            'check --base-url / OPENAI_BASE_URL points at an OpenAI-compatible API') from e
         dt = time.perf_counter() - t0   # includes the client's retries and backoff
         try:
             ch = r.choices[0]
@@ -386,8 +391,8 @@ def openai_reply(text: str, kind: str = 'chat', prompt_tokens: int = 0, completi
 
 class OpenAIStub:
     "A local OpenAI-compatible server for offline tests (any POST path): `with OpenAIStub([(500, {...}), (200, body)]) as s: s.base_url`."
-    def __init__(self, script: list | None = None,   # (status, body dict) per request, in order; then the default reply
-                 default: Callable | None = None):    # (path, request json) -> (status, body); default: echo the last user turn
+    def __init__(self, script: list | None = None,   # (status, body[, headers]) per request, in order; then the default reply
+                 default: Callable | None = None):    # (path, request json) -> (status, body[, headers]); default: echo the last user turn
         self.script, self.requests = list(script or []), []
         self.default = default or self._echo
 
@@ -405,11 +410,14 @@ class OpenAIStub:
             def do_POST(self):
                 req = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
                 stub.requests.append({'path': self.path, 'json': req, 'auth': self.headers.get('Authorization')})
-                status, body = stub.script.pop(0) if stub.script else stub.default(self.path, req)
-                data = json.dumps(body).encode()
+                status, body, *more = stub.script.pop(0) if stub.script else stub.default(self.path, req)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()   # bytes are sent as they are
+                headers = {'Content-Type': 'application/json', 'Content-Length': str(len(data)), **(more[0] if more else {})}
+                self.close_connection = headers['Content-Length'] != str(len(data))     # a body shorter than announced: hang up
                 try:
-                    self.send_response(status); self.send_header('Content-Type', 'application/json')
-                    self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)
+                    self.send_response(status)
+                    for k, v in headers.items(): self.send_header(k, v)
+                    self.end_headers(); self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError): pass   # the client stopped waiting (its timeout)
         self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
         self.base_url = f'http://127.0.0.1:{self.server.server_address[1]}/v1'
@@ -445,6 +453,9 @@ CACHE_MODES = ('readwrite', 'replay', 'off')
 class CacheMiss(BackendError):
     "Replay mode found no recorded call for this request."
 
+class CacheCorrupt(BackendError):
+    "A recorded call's file is unreadable or does not record this request (truncated, edited, renamed): never a hit, never a miss."
+
 def cache_mode_from_env(mode: str | None = None) -> str:
     "`mode` if given, else `$SCHOLARQA_LLM_CACHE_MODE`, else 'readwrite'; validated."
     mode = mode or os.environ.get('SCHOLARQA_LLM_CACHE_MODE') or 'readwrite'
@@ -470,6 +481,18 @@ def _cache_prompt_head(prompt, n: int = 80) -> str:
         prompt = users[-1] if users else (prompt[-1].content if prompt else '')
     return prompt[:n]
 
+def read_cached_call(p: Path, key: str) -> 'Completion':
+    "The completion recorded in cache file `p` for the request whose key is `key`; `CacheCorrupt` naming the file otherwise."
+    fix = 'delete the file to record the call again (or restore it from git)'
+    try: rec = json.loads(p.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, ValueError) as e: raise CacheCorrupt(f'{p}: unreadable recorded LLM call ({e}); {fix}') from None
+    if not isinstance(rec, dict) or not isinstance(rec.get('completion'), dict) or not isinstance(rec.get('request'), dict):
+        raise CacheCorrupt(f'{p}: not a recorded LLM call (no request or completion); {fix}')
+    if rec.get('key') != key or cache_key(rec['request']) != key:
+        raise CacheCorrupt(f'{p}: records another request than the one keyed {key} (edited, renamed or copied?); {fix}')
+    try: return replace(Completion(**rec['completion']), cached=True)
+    except TypeError as e: raise CacheCorrupt(f'{p}: the recorded completion does not read ({e}); {fix}') from None
+
 class CachedBackend(Backend):
     "Wrap a backend: serve recorded calls from `cache_dir`, record new ones; `replay` mode never calls the model."
     def __init__(self, backend: Backend, cache_dir, mode: str | None = None):
@@ -485,8 +508,9 @@ class CachedBackend(Backend):
         key = cache_key(request)
         p = self.path(key)
         if p.exists():
+            c = read_cached_call(p, key)             # a damaged record raises CacheCorrupt: it is neither a hit nor a miss
             self.hits += 1
-            return replace(Completion(**json.loads(p.read_text(encoding='utf-8'))['completion']), cached=True)
+            return c
         self.misses += 1
         if self.mode == 'replay':
             raise CacheMiss(f'{self.name} backend: replay mode has no recorded call for model {self.model_id!r} '

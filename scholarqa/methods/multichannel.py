@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text, replace_dir
+from ..doc import atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text, replace_dir, writes
 from ..doc import progress as show_progress
 from ..datasets import Dataset, DatasetUnavailable, load_dataset, resolved_citation_edges
 from ..retrieval.base import Chunk, Hit, Retriever, register_retriever
@@ -304,6 +304,7 @@ def training_pairs(task: AQATask, split: str = 'train', hard_negatives: bool = T
     return rows
 
 # %% ../../nbs/06_multichannel.ipynb #1004a24a
+@writes('out_dir')   # one writer at a time on the model folder (00_doc)
 def fine_tune_dense(rows: list[dict], out_dir,
                     model=None,                   # base: hub name or local folder; None = the bundled MiniLM
                     epochs: int = 1, batch_size: int = 32, lr: float = 2e-5, warmup: float = 0.1, scale: float = 20.0,
@@ -508,6 +509,7 @@ def _refuse_foreign(out: Path) -> None:
 # %% ../../nbs/06_multichannel.ipynb #01429a8c
 _BASE_VECTORS: dict = {}     # (base model, window, candidates' hash) -> candidate vectors of the base encoder, for this process
 
+@writes('out_dir')   # one writer at a time on the model folder (00_doc)
 def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None = None, seed: int = 0,
                        progress: bool = True) -> 'MultiChannelModel':
     "Train NE then GE on `task`'s train queries (GE's epoch chosen on dev) and write the model folder atomically."
@@ -521,8 +523,9 @@ def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None
     try:
         chunks = paper_chunks(task); bm25 = BM25Channel(chunks)
         rows = training_pairs(task, 'train', cfg.hard_negatives, cfg.max_pairs, seed, bm25)
-        ne_rec = fine_tune_dense(rows, tmp / 'ne', cfg.base_model, cfg.epochs, cfg.batch_size, cfg.lr,
-                                 max_seq_length=cfg.max_seq_length, seed=seed, progress=progress)
+        # the unlocked function: `tmp` is this run's own folder, and a lock file would stay inside the model
+        ne_rec = fine_tune_dense.__wrapped__(rows, tmp / 'ne', cfg.base_model, cfg.epochs, cfg.batch_size, cfg.lr,
+                                             max_seq_length=cfg.max_seq_length, seed=seed, progress=progress)
         ne = DenseChannel(tmp / 'ne', chunks, 'minilm-ft', max_seq_length=cfg.max_seq_length, progress=progress)
         key = (str(cfg.base_model), cfg.max_seq_length, blake2b_hex('\n'.join(c.text for c in chunks)))
         if key not in _BASE_VECTORS: _BASE_VECTORS[key] = DenseChannel(cfg.base_model, chunks, 'minilm', max_seq_length=cfg.max_seq_length, progress=progress).vectors

@@ -15,7 +15,7 @@ import random
 import shutil
 import time
 from ..doc import progress as show_progress
-from ..doc import Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, replace_dir, split_sentences
+from ..doc import Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, replace_dir, split_sentences, writes
 from .base import chunk_index_text
 from .chunk import chunk_paragraphs
 from .dense import ICT_RECORD, default_embedding_model, model_identity
@@ -93,6 +93,7 @@ def ict_loss(model, examples, batch_size: int = 32, scale: float = 20.0) -> floa
     st.train(was)
     return float(np.mean(out)) if out else float('nan')
 
+@writes('out_dir')   # one writer at a time on the model folder (00_doc)
 def fine_tune_ict(examples, out_dir,
                   model=None,                   # base: hub name, local folder or a loaded SentenceTransformer (copied); None = bundled MiniLM
                   epochs: int = 1, batch_size: int = 32, lr: float = 2e-5,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..doc import (atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text,
-                           replace_dir, split_sentences)
+                           replace_dir, split_sentences, writes)
 from ..doc import progress as show_progress
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import BM25Index
@@ -242,6 +242,7 @@ def _rerank_rows(examples, n_negatives: int) -> list[dict]:
         rows.append({'query': e.query, 'positive': e.positive, **{f'negative_{i + 1}': t for i, t in enumerate(negs)}})
     return rows
 
+@writes('out_dir')   # one writer at a time on the model folder (00_doc)
 def train_reranker(examples, out_dir,
                    model=None,                  # base: hub name or local folder; None = the bundled MiniLM
                    epochs: int = 1, batch_size: int = 16, lr: float = 3e-5, warmup: float = 0.1,
@@ -330,6 +331,7 @@ class OnnxCrossEncoder:
         return np.concatenate(out) if out else np.zeros(0, np.float32)
 
 # %% ../../nbs/02j_rerank.ipynb #b5366edb
+@writes('model_dir')   # it writes MODEL_DIR/onnx
 def export_reranker_onnx(model_dir,
                          pairs=PARITY_PAIRS,      # (query, passage) pairs to compare and time on: pass the real workload (a first stage's top 30)
                          repeat: int = 5, opset: int = 17) -> dict:

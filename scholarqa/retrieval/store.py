@@ -12,7 +12,7 @@ import pandas as pd
 from fastcore.basics import patch
 
 from ..measure import time_calls
-from ..doc import atomic_write_json, atomic_write_text, corpus_hash
+from ..doc import atomic_write_json, atomic_write_text, corpus_hash, writer_lock, writes
 from ..ingest import Corpus
 from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text, chunk_source_id, read_chunks,
                                       register_retriever, write_chunks)
@@ -43,20 +43,6 @@ def _store_model_name(name) -> str | None:
     try: default = default_embedding_model()
     except ImportError: default = None
     return None if default and str(name) == default else str(name)
-
-class _StoreLock:
-    "Exclusive POSIX flock on INDEX_DIR/.lock while an update writes the folder (a no-op where flock is missing)."
-    def __init__(self, path: Path): self.path = Path(path) / '.lock'
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.f = open(self.path, 'a+')
-        try:
-            import fcntl
-            try: fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError: self.f.close(); raise RuntimeError(f'{self.path.parent}: another process is updating this index')
-        except ImportError: pass
-        return self
-    def __exit__(self, *a): self.f.close()
 
 class IndexStore:
     "An index folder: chunks.jsonl, meta.json, embedding cache and FAISS index; BM25 is rebuilt from the chunks on load."
@@ -198,8 +184,10 @@ def mark_derived(self: IndexStore, name: str, version: int, **info) -> None:
 def record_corpus_dir(self: IndexStore, corpus_dir) -> None:
     "Remember the ingested folder the index was built from, so methods that need whole papers (04–08) can reload them."
     d = str(Path(corpus_dir).resolve())
-    if self.meta.get('corpus_dir') != d:
-        self.meta['corpus_dir'] = d; atomic_write_json(self.path / INDEX_META, self.meta)
+    with writer_lock(self.path):
+        self._sync_from_disk()                      # never write back a meta.json older than the folder's
+        if self.meta.get('corpus_dir') != d:
+            self.meta['corpus_dir'] = d; atomic_write_json(self.path / INDEX_META, self.meta)
 
 @patch
 def save(self: IndexStore) -> None:
@@ -212,7 +200,22 @@ def save(self: IndexStore) -> None:
 def update(self: IndexStore, papers, remove_missing: bool = True,   # False: only add, never remove
            progress: bool = False) -> dict:
     "Make the index hold `papers`: chunk and encode only papers it lacks, drop chunks of papers no longer given; saves."
-    with _StoreLock(self.path): return self._update(list(papers), remove_missing, progress)
+    papers = list(papers)
+    with writer_lock(self.path):            # one writer at a time (00_doc); a second one waits
+        self._sync_from_disk()
+        return self._update(papers, remove_missing, progress)
+
+@patch
+def _sync_from_disk(self: IndexStore) -> bool:
+    "If another process changed the folder since this store read it, read it again (else this update would undo theirs)."
+    f = self.path / INDEX_META
+    if not f.exists(): return False
+    disk = json.loads(f.read_text(encoding='utf-8'))
+    if (disk.get('corpus_hash'), disk.get('counts')) == (self.meta.get('corpus_hash'), self.meta.get('counts')): return False
+    now = IndexStore.load(self.path, self._encoder)
+    self.chunks, self.meta, self._vindex = now.chunks, now.meta, now._vindex
+    self._dense = self._bm25 = self._splade = None
+    return True
 
 @patch
 def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool) -> dict:
@@ -246,6 +249,7 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     return self.last_update
 
 # %% ../../nbs/02g_store.ipynb #733b376c
+@writes('out_dir')                       # the whole check-then-build holds the folder's writer lock
 def build_index(corpus_or_papers, out_dir,
                 chunker: str = 'paragraph',      # 'paragraph' | 'fixed' | 'recursive' | 'semantic'
                 model=None,                      # encoder name/path (None = bundled MiniLM)
