@@ -645,6 +645,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'scholarqa.measure.bootstrap_ci': ('measure.html#bootstrap_ci', 'scholarqa/measure.py'),
                                    'scholarqa.measure.ci_text': ('measure.html#ci_text', 'scholarqa/measure.py'),
                                    'scholarqa.measure.compare_outputs': ('measure.html#compare_outputs', 'scholarqa/measure.py'),
+                                   'scholarqa.measure.cpu_model': ('measure.html#cpu_model', 'scholarqa/measure.py'),
                                    'scholarqa.measure.file_hash': ('measure.html#file_hash', 'scholarqa/measure.py'),
                                    'scholarqa.measure.git_state': ('measure.html#git_state', 'scholarqa/measure.py'),
                                    'scholarqa.measure.hold_cores': ('measure.html#hold_cores', 'scholarqa/measure.py'),
@@ -1504,4 +1505,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                            'scholarqa.retrieval.store.speed_retrievers': ( 'store.html#speed_retrievers',
                                                                                            'scholarqa/retrieval/store.py'),
                                            'scholarqa.retrieval.store.speed_table': ( 'store.html#speed_table',
-                                                                                      'scholarqa/retrieval/store.py')}}}
+                                                                                      'scholarqa/retrieval/store.py'),
+                                           'scholarqa.retrieval.store.state_dir': ( 'store.html#state_dir',
+                                                                                    'scholarqa/retrieval/store.py')}}}

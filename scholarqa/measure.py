@@ -20,8 +20,9 @@ from .doc import atomic_write_bytes, atomic_write_text
 # %% auto #0
 __all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'ENV_SETTINGS', 'CI_BELOW',
            'file_hash', 'tree_hash', 'notebook_hash', 'package_versions', 'set_seeds', 'project_root', 'git_state',
-           'portable_path', 'OtherLoad', 'thread_settings', 'machine_state', 'query_threads', 'quiet_openmp',
-           'time_calls', 'hold_cores', 'MissingComponent', 'RunRecord', 'compare_outputs', 'bootstrap_ci', 'ci_text']
+           'portable_path', 'OtherLoad', 'thread_settings', 'cpu_model', 'machine_state', 'query_threads',
+           'quiet_openmp', 'time_calls', 'hold_cores', 'MissingComponent', 'RunRecord', 'compare_outputs',
+           'bootstrap_ci', 'ci_text']
 
 # %% ../nbs/00h_measure.ipynb #8a3073f6
 def file_hash(path, nbytes: int = 16) -> str:
@@ -135,6 +136,15 @@ def thread_settings() -> dict:
     for k in ('OMP_NUM_THREADS', 'OMP_WAIT_POLICY', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'TOKENIZERS_PARALLELISM'):
         out[k] = os.environ.get(k)
     return out
+
+def cpu_model() -> str:
+    "The CPU's model name and widest vector unit (Linux), e.g. 'AMD EPYC (avx2)': float results can differ in the last digits between CPUs."
+    try: info = Path('/proc/cpuinfo').read_text()
+    except OSError: return platform.processor() or platform.machine()
+    name = next((l.split(':', 1)[1].strip() for l in info.splitlines() if l.startswith('model name')), 'unknown')
+    flags = set(next((l.split(':', 1)[1].split() for l in info.splitlines() if l.startswith('flags')), []))
+    simd = next((f for f in ('avx512f', 'avx2', 'avx', 'sse4_2') if f in flags), 'no avx')
+    return f'{name} ({simd})'
 
 def machine_state() -> dict:
     "Load averages (1/5/15 min) and the thread settings, for a run record or a timing row."
@@ -310,7 +320,7 @@ def _record(self: RunRecord) -> dict:
             'models': self.models, 'outputs': sorted(set(self.outputs)), 'tables': self.tables, 'skipped': self.skipped,
             'notes': _portable(self.notes, self.root),
             'environment': {k: _portable(os.environ[k], self.root) for k in ENV_SETTINGS if k in os.environ},
-            'machine': {**thread_settings(), 'load_start': self.load_start, 'load_end': machine_state()['loadavg']},
+            'machine': {**thread_settings(), 'cpu': cpu_model(), 'load_start': self.load_start, 'load_end': machine_state()['loadavg']},
             'wall_time_s': round(time.time() - self.started, 2), 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
             'python': sys.version.split()[0], 'platform': platform.platform(), 'packages': package_versions()}
 
@@ -372,6 +382,10 @@ def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) ->
                 if shown < max_cells: diffs.append(f'{n}: row {i} ({cols[0]}={ro[0]}), column {c!r}: committed {a!r}, now {b!r}')
                 shown += 1
         if shown > max_cells: diffs.append(f'{n}: … and {shown - max_cells} more cells')
+    cpus = lambda f: json.loads(f.read_text()).get('machine', {}).get('cpu')
+    for name in recs:                                  # last-digit differences often come from another CPU, not another code
+        was, now = (cpus(committed / name) if (committed / name).exists() else None), cpus(fresh / name)
+        if diffs and was != now: diffs.append(f'{name}: the committed run was made on {was or "an unrecorded CPU"}, this one on {now}')
     return diffs
 
 # %% ../nbs/00h_measure.ipynb #8e630afe

@@ -65,8 +65,11 @@ def demo_corpus(tmp_path_factory):
     return out
 
 
-def _chunk_ids(index: Path) -> list:
-    return [json.loads(l)['id'] for l in (index / 'chunks.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
+def _state(index: Path):
+    "What an index folder holds: chunk ids in order, the vector index's ids, meta.json."
+    from scholarqa.retrieval.store import IndexStore
+    s = IndexStore.load(index)
+    return [c.id for c in s.chunks], sorted(s._vindex.ids), s.meta
 
 
 def test_index_race_5_rounds(demo_corpus, tmp_path):
@@ -74,7 +77,7 @@ def test_index_race_5_rounds(demo_corpus, tmp_path):
     code, out, err = _finish(_start('index', demo_corpus, '--out', tmp_path / 'solo', '--json'))
     assert code == 0, err[-2000:]
     solo = json.loads(out.splitlines()[-1])
-    solo_ids, solo_meta = _chunk_ids(tmp_path / 'solo'), json.loads((tmp_path / 'solo' / 'meta.json').read_text())
+    solo_ids, solo_vids, solo_meta = _state(tmp_path / 'solo')
     waited = 0
     for r in range(5):
         idx = tmp_path / f'race{r}'
@@ -84,10 +87,9 @@ def test_index_race_5_rounds(demo_corpus, tmp_path):
         assert reps[0]['added_papers'] == solo['papers'] and reps[0]['encoded'] == solo['encoded']   # one built it all ...
         assert (reps[1]['added_papers'], reps[1]['unchanged_papers'], reps[1]['encoded']) == (0, solo['papers'], 0)   # ... the other found it done
         waited += any(WAITED in e for _, _, e in runs)
-        assert _chunk_ids(idx) == solo_ids
-        meta = json.loads((idx / 'meta.json').read_text())
-        assert (meta['counts'], meta['corpus_hash'], meta['corpus_dir']) == (solo_meta['counts'], solo_meta['corpus_hash'], solo_meta['corpus_dir'])
-        assert json.loads((idx / 'faiss_ids.json').read_text()) == json.loads((tmp_path / 'solo' / 'faiss_ids.json').read_text())
+        ids, vids, meta = _state(idx)
+        assert (ids, vids) == (solo_ids, solo_vids)
+        assert [meta[k] for k in ('counts', 'corpus_hash', 'corpus_dir', 'generation')] == [solo_meta[k] for k in ('counts', 'corpus_hash', 'corpus_dir', 'generation')]
     assert waited >= 1, 'no round had one index run wait for the other: the race never happened'
 
 

@@ -128,7 +128,8 @@ def test_serving_an_index_as_a_registered_retriever(tmp_path):
                         '-k', '5', '--json'], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     hits = json.loads(r.stdout)
-    chunks = [json.loads(l) for l in (tmp_path / 'index' / 'chunks.jsonl').read_text().splitlines()]
+    from scholarqa.retrieval.store import IndexStore
+    chunks = [{'id': c.id, 'paper_id': c.paper_id, 'paragraph_start': c.paragraph_start} for c in IndexStore.load(tmp_path / 'index').chunks]
     first = {}
     for c in chunks: first.setdefault(c['paper_id'], min((x for x in chunks if x['paper_id'] == c['paper_id']),
                                                           key=lambda x: (x['paragraph_start'], x['id']))['id'])

@@ -25,14 +25,17 @@ from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever, VectorInde
 from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
-__all__ = ['INDEX_META', 'INDEX_VERSION', 'QUERY_ENCODER_DIR', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID', 'RECOMMENDED_HYBRID',
-           'SPEED_TIMING_COLUMNS', 'IndexStore', 'build_index', 'indexing_throughput', 'recommended_hybrid',
-           'speed_corpus', 'speed_retrievers', 'latency_rows', 'speed_table']
+__all__ = ['INDEX_META', 'INDEX_VERSION', 'QUERY_ENCODER_DIR', 'STATE_PREFIX', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID',
+           'RECOMMENDED_HYBRID', 'SPEED_TIMING_COLUMNS', 'state_dir', 'IndexStore', 'build_index',
+           'indexing_throughput', 'recommended_hybrid', 'speed_corpus', 'speed_retrievers', 'latency_rows',
+           'speed_table']
 
 # %% ../../nbs/02g_store.ipynb #ada0da3c
 INDEX_META = 'meta.json'
 INDEX_VERSION = 1
 QUERY_ENCODER_DIR = 'query_encoder'                               # the PyTorch-free query encoder inside an index
+STATE_PREFIX = 'state-'                                           # generation folders: state-000001, state-000002, …
+_LEGACY_STATE = ('chunks.jsonl', 'faiss.index', 'faiss_ids.json')  # where an index kept them before generations
 DEFAULT_CHUNKER_OPTS = {'context_header': True}                    # what build_index uses when chunker_opts is None
 STORE_HYBRID = dict(method='score', norm='minmax', depth=100)      # the fusion behind IndexStore.retriever('hybrid')
 
@@ -43,6 +46,11 @@ def _store_model_name(name) -> str | None:
     try: default = default_embedding_model()
     except ImportError: default = None
     return None if default and str(name) == default else str(name)
+
+def state_dir(path, meta: dict) -> Path:
+    "The folder holding an index's chunks and vectors: the generation its meta.json names (an index written before generations: the folder itself)."
+    g = meta.get('generation')
+    return Path(path) / g if g else Path(path)
 
 class IndexStore:
     "An index folder: chunks.jsonl, meta.json, embedding cache and FAISS index; BM25 is rebuilt from the chunks on load."
@@ -70,10 +78,17 @@ class IndexStore:
         path = Path(path)
         if not (path / INDEX_META).exists(): raise FileNotFoundError(f'{path} holds no index ({INDEX_META} missing): run `scholarqa index` first')
         meta = json.loads((path / INDEX_META).read_text(encoding='utf-8'))
-        if meta.get('version') != INDEX_VERSION: raise ValueError(f"{path}: index version {meta.get('version')} is not {INDEX_VERSION}")
-        chunks = read_chunks(path / 'chunks.jsonl')
-        vindex = VectorIndex.load(path) if (path / 'faiss_ids.json').exists() else None
-        return cls(path, chunks, meta, encoder, vindex)
+        for attempt in range(3):
+            if meta.get('version') != INDEX_VERSION: raise ValueError(f"{path}: index version {meta.get('version')} is not {INDEX_VERSION}")
+            d = state_dir(path, meta)
+            try:
+                chunks = read_chunks(d / 'chunks.jsonl')
+                vindex = VectorIndex.load(d) if (d / 'faiss_ids.json').exists() else None
+                return cls(path, chunks, meta, encoder, vindex)
+            except FileNotFoundError:                 # a writer committed a newer state and removed this one as we read it
+                now = json.loads((path / INDEX_META).read_text(encoding='utf-8'))
+                if attempt == 2 or now.get('generation') == meta.get('generation'): raise
+                meta = now
 
 # %% ../../nbs/02g_store.ipynb #768c0c30
 @patch
@@ -191,10 +206,19 @@ def record_corpus_dir(self: IndexStore, corpus_dir) -> None:
 
 @patch
 def save(self: IndexStore) -> None:
-    "Write chunks.jsonl and the vector index, then meta.json (each atomic)."
-    write_chunks(self.path / 'chunks.jsonl', self.chunks)
-    if self._vindex is not None: self._vindex.save(self.path)
-    atomic_write_json(self.path / INDEX_META, self.meta)
+    "Write the chunks and the vector index as a new generation folder, commit it by rewriting meta.json, then drop older ones."
+    old = self.meta.get('generation')
+    gen = f"{STATE_PREFIX}{int(old[len(STATE_PREFIX):]) + 1 if old else 1:06d}"
+    d = self.path / gen
+    if d.exists(): shutil.rmtree(d)                  # left by a writer killed before its commit: never read by anyone
+    d.mkdir(parents=True)
+    write_chunks(d / 'chunks.jsonl', self.chunks)
+    if self._vindex is not None: self._vindex.save(d)
+    atomic_write_json(self.path / INDEX_META, {**self.meta, 'generation': gen})   # the commit: from here on, readers open `gen`
+    self.meta['generation'] = gen
+    for f in [*self.path.glob(f'{STATE_PREFIX}*'), *(self.path / n for n in _LEGACY_STATE)]:   # older states, unfinished ones
+        if f.name == gen or not f.exists(): continue
+        shutil.rmtree(f) if f.is_dir() else f.unlink()
 
 @patch
 def update(self: IndexStore, papers, remove_missing: bool = True,   # False: only add, never remove
@@ -211,7 +235,8 @@ def _sync_from_disk(self: IndexStore) -> bool:
     f = self.path / INDEX_META
     if not f.exists(): return False
     disk = json.loads(f.read_text(encoding='utf-8'))
-    if (disk.get('corpus_hash'), disk.get('counts')) == (self.meta.get('corpus_hash'), self.meta.get('counts')): return False
+    if [disk.get(k) for k in ('generation', 'corpus_hash', 'counts')] == [self.meta.get(k) for k in ('generation', 'corpus_hash', 'counts')]:
+        return False
     now = IndexStore.load(self.path, self._encoder)
     self.chunks, self.meta, self._vindex = now.chunks, now.meta, now._vindex
     self._dense = self._bm25 = self._splade = None
@@ -220,6 +245,7 @@ def _sync_from_disk(self: IndexStore) -> bool:
 @patch
 def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool) -> dict:
     given = {p.id: p for p in papers}
+    was = json.dumps(self.meta, sort_keys=True)
     have = set(self.meta.get('papers', {})) | {c.paper_id for c in self.chunks}   # incl. papers that gave no chunks
     new = [p for pid, p in given.items() if pid not in have]
     gone = (have - set(given)) if remove_missing else set()
@@ -245,7 +271,8 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
                         'added_chunks': len(new_chunks), 'removed_chunks': removed,
                         'encoded': enc.stats['encoded'] - before['encoded'], 'cached': enc.stats['cached'] - before['cached']}
     self._ensure_query_encoder()                                   # after the counts: its parity check encodes a few texts
-    self.save()
+    if new or gone or json.dumps(self.meta, sort_keys=True) != was or not (self.path / INDEX_META).exists():
+        self.save()                                                # nothing changed: nothing written, the generation stays
     return self.last_update
 
 # %% ../../nbs/02g_store.ipynb #733b376c
