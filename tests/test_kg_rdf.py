@@ -20,9 +20,7 @@ from rdflib.namespace import RDF
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
 
-HOSTILE = ['"} ; DROP ALL ; SELECT * WHERE {"', "'\"'\"", '{}}}{', '} ; #', 'a\nb\r\nc', 'back\\slash\\', 'ünï©ødé ✓ 数据',
-           '") } UNION { ?s ?p ?o } #', '<https://w3id.org/scholarqa/entity/x>', 'x" || true || "', 'SELECT * WHERE { ?s ?p ?o }',
-           '\x00\x1f', '%2F..%2F', '?s', '$x']
+from hostile_strings import HOSTILE   # shared with the CLI-level test (tests/test_hostile_names.py)
 
 
 @pytest.fixture(scope='module')
@@ -167,8 +165,11 @@ def test_helpers_and_hostile_strings(demo):
         assert entity_neighbourhood(kg, h, hops=2) == []
     assert len(kg) == size
     # hostile text stored as a label is found as exactly that text
-    add_entities(kg, [NS(id='odd', label=HOSTILE[0], type='Method', aliases=HOSTILE[1:6])], [])
-    for h in HOSTILE[:6]: assert [e['entity'] for e in find_entities(kg, h)] == [str(entity_iri('odd'))], h
+    add_entities(kg, [NS(id='odd', label=HOSTILE[0], type='Method', aliases=HOSTILE[1:])], [])
+    for h in HOSTILE: assert [e['entity'] for e in find_entities(kg, h)] == [str(entity_iri('odd'))], repr(h[:40])
+    # and a hostile string as the entity's id is only ever part of one IRI
+    add_entities(kg, [NS(id=h, label=f'entity {i}', type='Dataset', aliases=[]) for i, h in enumerate(HOSTILE)], [])
+    for i, h in enumerate(HOSTILE): assert [e['entity'] for e in find_entities(kg, f'entity {i}')] == [str(entity_iri(h))], repr(h[:40])
     assert len(kg) > size
 
 
