@@ -76,7 +76,7 @@ def _retriever_choices():
 
 # %% ../nbs/10_cli.ipynb #f55c6aeb
 def _add_ingest(sub) -> None:
-    from scholarqa.doc import SPLITTERS, MAX_FILE_BYTES
+    from scholarqa.doc import SPLITTERS, MAX_FILE_BYTES, TIME_LIMIT
     p = sub.add_parser('ingest', help='parse papers into a corpus folder (incremental)',
                        description='Parse papers of any supported format into OUT (manifest + JSONL shards); re-runs only touch what changed.')
     p.add_argument('paths', nargs='+', help='files or folders to ingest')
@@ -85,6 +85,8 @@ def _add_ingest(sub) -> None:
                    help='reader to use (default: auto, detected per file): %(choices)s')
     p.add_argument('--splitter', default=None, choices=sorted(SPLITTERS), help='sentence splitter (default: the measured best)')
     p.add_argument('--max-bytes', type=int, default=MAX_FILE_BYTES, help='refuse files larger than this')
+    p.add_argument('--time-limit', type=float, default=TIME_LIMIT, metavar='SECONDS',
+                   help='give up on a file whose reading takes longer than this (default %(default)g; 0: no limit)')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
     _wait_flag(p)
     p.set_defaults(func=_ingest_cmd)
@@ -95,7 +97,7 @@ def _ingest_cmd(args) -> int:
     if args.format != 'auto' and args.format not in READERS:
         print(f'scholarqa ingest: unknown format {args.format!r}; known: auto, {", ".join(READERS)}', file=sys.stderr); return 2
     try: rep = ingest(args.paths, args.out, fmt=args.format, splitter=args.splitter, progress=True,
-                      max_bytes=args.max_bytes)
+                      max_bytes=args.max_bytes, time_limit=args.time_limit or None)
     except IngestError as e: print(f'scholarqa ingest: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rep.to_json(), ensure_ascii=False))
     else:

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator
 
 # %% auto #0
 __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATIONS', 'SPLITTERS', 'DEFAULT_SPLITTER',
-           'MAX_FILE_BYTES', 'Span', 'Sentence', 'Paragraph', 'Section', 'Author', 'Reference', 'Paper',
+           'MAX_FILE_BYTES', 'TIME_LIMIT', 'Span', 'Sentence', 'Paragraph', 'Section', 'Author', 'Reference', 'Paper',
            'iter_sections', 'iter_paragraphs', 'section_trail', 'normalise_text', 'blake2b_hex', 'paper_content',
            'paper_id', 'paragraph_label', 'parse_label', 'assign_ids', 'norm_source_id', 'corpus_hash',
            'resolve_references', 'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy',
@@ -392,6 +392,7 @@ def evaluate_splitters(gold_path, methods=('rules', 'spacy'), splitters: dict | 
 
 # %% ../nbs/00_doc.ipynb #d5030f5e
 MAX_FILE_BYTES = 512 * 2**20   # 512 MiB: larger inputs are refused (override per call)
+TIME_LIMIT = 900.0             # seconds one file may take to be read (ingest; override per call, 0 or None: no limit)
 
 class IngestError(Exception):
     "A whole file cannot be ingested; the message names the file and the reason."

@@ -8,12 +8,15 @@ from typing import Iterable
 from pathlib import Path
 from dataclasses import dataclass
 from dataclasses import field
+import contextlib
 import hashlib
 import json
 import os
+import signal
+import threading
 import time
 from tqdm.auto import tqdm
-from .doc import IngestError, MAX_FILE_BYTES, Paper, RecordError, atomic_write_json, atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict, resolve_references, writer_lock
+from .doc import IngestError, MAX_FILE_BYTES, TIME_LIMIT, Paper, RecordError, atomic_write_json, atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict, resolve_references, writer_lock
 from .readers.base import READERS, SIDECAR_METADATA, _bare_suffix, detect_format, load_readers, sidecar_metadata
 
 load_readers()   # every reader module of scholarqa.readers registers its formats, in a fixed order
@@ -102,7 +105,7 @@ class IngestReport:
     merged: list = field(default_factory=list)     # [{'paper_id', 'files', 'kept', 'why'}]: one paper read from several files
     def to_json(self) -> dict:
         return {'added': self.added, 'unchanged': self.unchanged, 'changed': self.changed, 'removed': self.removed,
-                'failed': self.failed, 'papers': self.papers, 'merged': self.merged}
+                'failed': self.failed, 'skipped': self.skipped, 'papers': self.papers, 'merged': self.merged}
     @property
     def ok(self) -> bool: return not self.failed
 
@@ -115,33 +118,57 @@ def _claimed(path: Path) -> bool:
     sfx = _bare_suffix(path)
     return sfx in STRICT_SUFFIXES or any(sfx in s.suffixes and not s.sniff for s in READERS.values())
 
+def _resolved(path: Path) -> Path:
+    "The absolute, symlink-free path; a symlink loop (which `resolve` refuses) stays as it is, made absolute."
+    try: return path.resolve()
+    except (OSError, RuntimeError): return path.absolute()
+
 def collect_files(paths: Iterable, fmt: str = 'auto') -> tuple[list[Path], list[Path]]:
     "Expand folders (recursively, skipping hidden files and sidecar metadata); returns (files to read, files nobody claims)."
     files, skipped = [], []
     for p in map(Path, paths):
         if p.is_dir():
-            cands = [f for f in sorted(p.rglob('*')) if f.is_file() and f.name != SIDECAR_METADATA
+            found = [f for f in sorted(p.rglob('*')) if f.name != SIDECAR_METADATA
                      and not any(part.startswith('.') for part in f.relative_to(p).parts)]
+            files += [f for f in found if f.is_symlink() and not f.exists()]   # dangling or looping: reported, not dropped
+            cands = [f for f in found if f.is_file()]
             companions = set()
             for f in cands:
                 try: spec = READERS.get(detect_format(f) if fmt == 'auto' else fmt)
                 except IngestError: continue
-                if spec and spec.companions: companions |= {c.resolve() for c in spec.companions(f)}
+                if spec and spec.companions: companions |= {_resolved(c) for c in spec.companions(f)}
             for f in cands:
-                if f.resolve() in companions: continue
+                if _resolved(f) in companions: continue
                 if fmt == 'auto' and not _claimed(f): skipped.append(f); continue
                 files.append(f)
         else: files.append(p)
     return files, skipped
 
 # %% ../nbs/00b_ingest.ipynb #2f299445
-def _parse_file(path: Path, fmt: str, splitter, opts) -> tuple[list[Paper], list[RecordError]]:
+class _TimeUp(BaseException):
+    "Raised by the alarm inside a reader; a BaseException, so that no reader's `except Exception` can swallow it."
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    "Interrupt the block after `seconds` (SIGALRM: Unix, main thread only; elsewhere the block runs unlimited)."
+    if not seconds or not hasattr(signal, 'setitimer') or threading.current_thread() is not threading.main_thread():
+        yield; return
+    def alarm(signum, frame): raise _TimeUp()
+    old = signal.signal(signal.SIGALRM, alarm); signal.setitimer(signal.ITIMER_REAL, seconds)
+    try: yield
+    finally: signal.setitimer(signal.ITIMER_REAL, 0); signal.signal(signal.SIGALRM, old)
+
+def _parse_file(path: Path, fmt: str, splitter, opts, time_limit=TIME_LIMIT) -> tuple[list[Paper], list[RecordError]]:
     spec = READERS.get(fmt)
     if spec is None: raise IngestError(path, f'unknown format {fmt!r}; known: {", ".join(READERS)}')
     papers, errors = [], []
     try:
-        for item in spec.read(path, splitter=splitter, **opts):
-            (errors if isinstance(item, RecordError) else papers).append(item)
+        with _time_limit(time_limit):
+            for item in spec.read(path, splitter=splitter, **opts):
+                (errors if isinstance(item, RecordError) else papers).append(item)
+    except _TimeUp:
+        raise IngestError(path, f'reading it took longer than the time limit of {time_limit:g} s (the reader may loop on this '
+                                f'file; raise the limit with --time-limit)') from None
     except IngestError: raise
     except Exception as e:
         raise IngestError(path, f'{fmt} reader failed: {type(e).__name__}: {e}') from e
@@ -160,7 +187,9 @@ def merged_papers(man: dict) -> list[dict]:
             for pid, files in where.items() if len(files) > 1]
 
 def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None, progress: bool = True,
-           max_bytes: int = MAX_FILE_BYTES, save_every: float = 1.0, **reader_opts) -> IngestReport:
+           max_bytes: int = MAX_FILE_BYTES, save_every: float = 1.0,
+           time_limit: float | None = TIME_LIMIT,        # seconds per file (the main thread only); None: no limit
+           **reader_opts) -> IngestReport:
     "Ingest files/folders into output folder `out` incrementally (see the rules above); returns an `IngestReport`."
     t0 = time.time()
     out = Path(out); (out / 'papers').mkdir(parents=True, exist_ok=True)
@@ -177,11 +206,12 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
             it = show_progress(files, 'ingest', unit='files', enabled=progress)
         except ImportError: it = files
         for path in it:
-            key = str(path.resolve())
+            key = str(_resolved(path))
             if key in seen: continue
             seen.add(key)
             entry = man['files'].get(key)
             try:
+                if path.is_symlink() and not path.exists(): raise IngestError(path, 'a symlink that leads nowhere (dangling, or a loop)')
                 if not path.exists(): raise IngestError(path, 'no such file')
                 if path.stat().st_size == 0: raise IngestError(path, 'empty file')
                 if path.stat().st_size > max_bytes:
@@ -191,11 +221,12 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
                 if (entry and entry.get('hash') == h and entry.get('shard') and entry['status'] in ('ok', 'partial')
                         and entry.get('parser') == PARSER_VERSION):
                     rep.unchanged += 1; continue
-                papers, errors = _parse_file(path, f, splitter, dict(reader_opts, max_bytes=max_bytes))
-            except IngestError as e:
-                rep.failed.append({'path': str(path), 'error': e.reason})
-                if entry: entry.update(status='failed', error=e.reason, checked=time.time())
-                else: man['files'][key] = {'status': 'failed', 'error': e.reason, 'hash': None, 'shard': None, 'papers': [],
+                papers, errors = _parse_file(path, f, splitter, dict(reader_opts, max_bytes=max_bytes), time_limit)
+            except (IngestError, OSError) as e:   # OSError: unreadable, vanished, a folder by that name — this file only
+                reason = e.reason if isinstance(e, IngestError) else f'cannot read file ({e.strerror or e})'
+                rep.failed.append({'path': str(path), 'error': reason})
+                if entry: entry.update(status='failed', error=reason, checked=time.time())
+                else: man['files'][key] = {'status': 'failed', 'error': reason, 'hash': None, 'shard': None, 'papers': [],
                                           'checked': time.time()}
                 continue
             for p in papers: p.source = {'format': f, 'path': key, 'record': p.source.get('record', ''), 'file_hash': h}
@@ -216,7 +247,7 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
             if was_ok: rep.changed += 1
             else: rep.added += 1
         # files that were ingested from one of these roots and are gone now
-        roots = [str(p.resolve()) for p in paths]
+        roots = [str(_resolved(p)) for p in paths]
         for key, entry in man['files'].items():
             if key in seen or entry['status'] == 'removed': continue
             under = any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots)

@@ -60,6 +60,12 @@ def detect_format(path) -> str:
                 pass   # content this sniffer cannot parse is not its format; any other error is a sniffer bug and propagates
     for spec in READERS.values():
         if not spec.sniff and sfx in spec.suffixes: return spec.name
+    if path.suffix == '.gz':                  # say why nothing could look inside, when that is the reason
+        try:
+            with gzip.open(path, 'rb') as f:
+                for _ in range(64):             # up to 64 MiB: enough to meet a cut-off stream's end
+                    if not f.read(1 << 20): break
+        except (OSError, EOFError) as e: raise IngestError(path, f'corrupt or truncated gzip ({e})') from None
     raise IngestError(path, f'no reader recognises this file (ending {sfx or "none"}); pass --format explicitly')
 
 # %% ../../nbs/00a_readers.ipynb #d46b9510
