@@ -72,14 +72,14 @@ def _state(index: Path):
     return [c.id for c in s.chunks], sorted(s._vindex.ids), s.meta
 
 
-def test_index_race_5_rounds(demo_corpus, tmp_path):
+def test_index_race_3_rounds(demo_corpus, tmp_path):
     "Two `scholarqa index` runs on one new folder at once: one builds, the other waits and finds it up to date; the result equals a solo build."
     code, out, err = _finish(_start('index', demo_corpus, '--out', tmp_path / 'solo', '--json'))
     assert code == 0, err[-2000:]
     solo = json.loads(out.splitlines()[-1])
     solo_ids, solo_vids, solo_meta = _state(tmp_path / 'solo')
     waited = 0
-    for r in range(5):
+    for r in range(3):                                              # each round starts two PyTorch processes: kept few for CI
         idx = tmp_path / f'race{r}'
         runs = [_finish(p) for p in [_start('index', demo_corpus, '--out', idx, '--json') for _ in range(2)]]
         assert [c for c, _, _ in runs] == [0, 0], [e[-2000:] for _, _, e in runs]
