@@ -382,9 +382,9 @@ def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) ->
                 if shown < max_cells: diffs.append(f'{n}: row {i} ({cols[0]}={ro[0]}), column {c!r}: committed {a!r}, now {b!r}')
                 shown += 1
         if shown > max_cells: diffs.append(f'{n}: … and {shown - max_cells} more cells')
-    cpus = lambda f: json.loads(f.read_text()).get('machine', {}).get('cpu')
-    for name in recs:                                  # last-digit differences often come from another CPU, not another code
-        was, now = (cpus(committed / name) if (committed / name).exists() else None), cpus(fresh / name)
+    for name, rec in recs.items():                     # last-digit differences often come from another CPU, not another code
+        was = json.loads((committed / name).read_text()).get('machine', {}).get('cpu') if (committed / name).exists() else None
+        now = rec.get('machine', {}).get('cpu')
         if diffs and was != now: diffs.append(f'{name}: the committed run was made on {was or "an unrecorded CPU"}, this one on {now}')
     return diffs
 
