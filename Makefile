@@ -34,8 +34,8 @@ check-sync: setup
 	$(PY) tools/check_sync.py
 
 import-check: setup
-	@for f in $$(find scholarqa -name '*.py' ! -name _modidx.py | sort); do m=$$(echo $${f%.py} | tr / . | sed 's/\.__init__$$//'); \
-	  $(PY) -c "import $$m" || { echo "module $$m does not import on its own"; exit 1; }; done; \
+	@find scholarqa -name '*.py' ! -name _modidx.py | sort | sed 's/\.py$$//; s|/|.|g; s/\.__init__$$//' | \
+	  xargs -P 2 -I{} sh -c '$(PY) -c "import {}" || { echo "module {} does not import on its own"; exit 255; }' && \
 	  echo "every module imports on its own"
 
 # the lessons; the experiment companions run once, through papermill, in outputs-check

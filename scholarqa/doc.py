@@ -17,8 +17,9 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'resolve_references', 'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy',
            'split_sentences_spacy', 'split_sentences', 'finalize_paper', 'boundary_scores', 'evaluate_splitters',
            'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_bytes',
-           'atomic_write_text', 'atomic_write_json', 'replace_dir', 'FolderBusy', 'lock_path', 'lock_wait',
-           'writer_lock', 'writes', 'progress', 'bundled_minilm_path', 'load_tokenizer', 'count_tokens', 'corpus_stats']
+           'atomic_write_text', 'atomic_write_json', 'aside_path', 'restore_aside', 'replace_dir', 'FolderBusy',
+           'lock_path', 'lock_wait', 'writer_lock', 'settled', 'writes', 'progress', 'bundled_minilm_path',
+           'load_tokenizer', 'count_tokens', 'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
@@ -469,15 +470,30 @@ def atomic_write_text(path, text: str) -> None: atomic_write_bytes(path, text.en
 
 def atomic_write_json(path, obj) -> None: atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True))
 
+def aside_path(out) -> Path:
+    "Where `replace_dir` keeps the old copy of folder `out` while the new one moves in: `.NAME.old` beside it."
+    out = Path(out)
+    return out.with_name(f'.{out.name}.old')
+
+def restore_aside(out) -> bool:
+    "If a swap was cut off between its two renames (`out` gone, its old copy aside), put the old copy back; say whether it did."
+    out = Path(out); old = aside_path(out)
+    if out.exists() or not old.exists(): return False
+    old.rename(out)
+    return True
+
 def replace_dir(tmp, out) -> Path:
     "Put the finished folder `tmp` at `out`: an existing `out` is renamed aside first and deleted only once `tmp` took its place."
-    import shutil
+    import glob, shutil
     tmp, out = Path(tmp), Path(out)
-    old = out.with_name(f'.{out.name}.old-{os.getpid()}')
-    if old.exists(): shutil.rmtree(old)
+    old = aside_path(out)
+    restore_aside(out)                                  # an earlier swap killed between its renames: start from its old copy
+    if old.exists(): shutil.rmtree(old)                 # one killed after its second rename: the aside copy is stale
+    for t in out.parent.glob(glob.escape(f'.{out.name}.tmp-') + '*'):   # half-written folders of writers that died
+        if t != tmp and t.is_dir(): shutil.rmtree(t, ignore_errors=True)
     if out.exists(): out.rename(old)
     tmp.rename(out)
-    if old.exists(): shutil.rmtree(old)
+    shutil.rmtree(old, ignore_errors=True)
     return out
 
 # %% ../nbs/00_doc.ipynb #6198e609
@@ -520,6 +536,13 @@ def writer_lock(target, wait: bool | None = None, poll: float = 0.2):
     finally:
         if lock.lock_counter == 1: note.unlink(missing_ok=True)
         lock.release()
+
+def settled(folder) -> Path:
+    "`folder`, ready to read: if a writer died between the two renames of `replace_dir`, its old copy is put back first."
+    folder = Path(folder)
+    if not folder.exists() and aside_path(folder).exists():
+        with writer_lock(folder): restore_aside(folder)     # under the lock: a live writer finishes its swap first
+    return folder
 
 def writes(param: str):
     "Decorator: run the function while holding `writer_lock` on its argument `param`, the folder it writes."

@@ -1,5 +1,20 @@
 "Fixtures shared by several test modules."
+import json, os
+
 import pytest
+
+
+@pytest.fixture
+def tally(request):
+    """tally(guarantee, tried, **counts): what a reliability test tried, appended as one JSON line to $SCHOLARQA_TALLY when it
+    is set. The reliability notebook (10b) runs these tests with the full counts and builds its table from the lines and
+    pytest's own pass/fail report; without the variable nothing is written."""
+    def add(guarantee: str, tried: str, **counts):
+        path = os.environ.get('SCHOLARQA_TALLY')
+        if not path: return
+        with open(path, 'a', encoding='utf-8') as f:
+            f.write(json.dumps({'test': request.node.nodeid, 'guarantee': guarantee, 'tried': tried, **counts}) + '\n')
+    return add
 
 
 @pytest.fixture(scope='session')

@@ -77,3 +77,19 @@ def write_batch(root: Path, seed: int = 0) -> dict:
         want[a.name] = want[b.name] = ('failed', ('symlink',))
         os.symlink(f'missing_{i}.md', root / f'dangling_{i}.md'); want[f'dangling_{i}.md'] = ('failed', ('symlink',))
     return want
+
+
+KINDS = [   # file-name prefix (and ending) -> the kind of hostile input, in the order write_batch writes them
+    ('good_', '', 'good Markdown papers (kept)'), ('twin_', '', 'one paper under two names'),
+    ('random_', '.pdf', 'random-byte PDF'), ('truncated_', '.pdf', 'truncated PDF'), ('encrypted_', '', 'encrypted PDF'),
+    ('zero_pages_', '', 'PDF with no page'), ('bad_utf8_', '', 'invalid UTF-8'), ('mixed_encoding_', '', 'UTF-8 and Latin-1 mixed'),
+    ('empty_', '', 'empty file'), ('blank_', '', 'white space only'), ('nested_', '', 'JSON nested 10,000-50,000 deep'),
+    ('truncated_', '.jsonl', 'truncated JSON record'), ('one_bad_line_', '', 'JSONL with one bad line among four good'),
+    ('unknown_schema_', '', 'JSON of an unknown schema'), ('corrupt_', '', 'corrupt gzip'), ('unknown_', '', 'unknown file ending'),
+    ('loop_', '', 'symlink loop'), ('dangling_', '', 'dangling symlink'),
+]
+
+
+def kind_of(name: str) -> str:
+    "The kind of hostile input a file of `write_batch` is, from its name."
+    return next(k for pre, end, k in KINDS if name.startswith(pre) and name.endswith(end))

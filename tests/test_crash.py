@@ -1,9 +1,10 @@
-"""kill -9 anywhere in `scholarqa index`: after every kill the folder is the old index or the new one and opens; running the
-command again repairs it, and the result equals an index built in one uninterrupted run (same papers, chunk ids and vectors).
+"""kill -9 anywhere in `scholarqa index`, `kg build` and a model save (`adapt`): after every kill the folder is the old state
+or the new one and opens; running the command again repairs it, and the result equals one uninterrupted run (same papers,
+chunk ids and vectors; isomorphic graphs; the same training losses and embeddings). `ingest` has its own in test_ingest_cli.py.
 
-Rounds: $SCHOLARQA_KILL_ROUNDS (default 4, to keep CI short; the reliability runs use 20 or more). Between rounds some
-sources are edited and re-ingested, so every round has papers to add and to remove, and the kill can land in chunking,
-encoding or writing.
+Rounds: $SCHOLARQA_KILL_ROUNDS (default 4, and 2 for the model save, to keep CI short; the reliability notebook uses 20).
+Between rounds some sources are edited and re-ingested (or the training seed changes), so every round has work to do, and the
+kill can land in chunking, encoding, training or writing.
 """
 import json, os, random, signal, subprocess, sys, time
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
 ROUNDS = int(os.environ.get('SCHOLARQA_KILL_ROUNDS', '4'))
+MODEL_ROUNDS = int(os.environ.get('SCHOLARQA_KILL_ROUNDS', '2'))   # a model round trains and saves MiniLM in a new process: fewer in CI
 
 
 def _run(*args, timeout=900):
@@ -36,7 +38,7 @@ def _consistent(s) -> None:
 
 
 @pytest.mark.slow
-def test_index_kill_9_then_repair(tmp_path, variant_papers):
+def test_index_kill_9_then_repair(tmp_path, variant_papers, tally):
     src, corpus, index = tmp_path / 'src', tmp_path / 'corpus', tmp_path / 'index'
     files = variant_papers(src, 40)
     _run('ingest', src, '--out', corpus)
@@ -80,11 +82,12 @@ def test_index_kill_9_then_repair(tmp_path, variant_papers):
     left = sorted(p.name for p in index.iterdir() if p.name.startswith('state-'))
     assert left == [got.meta['generation']], f'unfinished generations left behind: {left}'
     assert not list(index.rglob('*.tmp'))
-    print(f'{ROUNDS} rounds, {kills} killed, index left old {states["old"]} times, new {states["new"]} times')
+    tally('kill -9 anywhere', f'index of 40 papers, 6 edited a round: {ROUNDS} rounds, {kills} killed, the folder old '
+          f'{states["old"]} times and new {states["new"]} times; then repaired by a re-run', rounds=ROUNDS, kills=kills, **states)
 
 
 @pytest.mark.slow
-def test_kg_build_kill_9_then_repair(tmp_path, variant_papers):
+def test_kg_build_kill_9_then_repair(tmp_path, variant_papers, tally):
     "The same for `scholarqa kg build --out FILE.trig`: the file is always a whole old or new dataset; a re-run gives the uninterrupted one."
     from rdflib.compare import isomorphic
     from scholarqa.ingest import Corpus
@@ -94,7 +97,7 @@ def test_kg_build_kill_9_then_repair(tmp_path, variant_papers):
     _run('ingest', src, '--out', corpus)
     t0 = time.time(); _run('kg', 'build', corpus, '--out', trig); full = time.time() - t0
     rng = random.Random(21)
-    kills = 0
+    kills, states = 0, {'old': 0, 'new': 0}
     for r in range(ROUNDS):
         old = set(paper_graphs(load_kg(trig)))
         for f in rng.sample(files, 5):
@@ -106,7 +109,9 @@ def test_kg_build_kill_9_then_repair(tmp_path, variant_papers):
         time.sleep(rng.uniform(0.3, 1.0) * full)
         if proc.poll() is None: os.kill(proc.pid, signal.SIGKILL); kills += 1
         proc.wait()
-        assert set(paper_graphs(load_kg(trig))) in (old, new), f'round {r}: the dataset is neither the old one nor the new one'
+        have = set(paper_graphs(load_kg(trig)))
+        assert have in (old, new), f'round {r}: the dataset is neither the old one nor the new one'
+        states['old' if have == old else 'new'] += 1
     assert kills >= ROUNDS // 2, f'only {kills} of {ROUNDS} runs were killed ({full:.1f}s a run)'
     _run('kg', 'build', corpus, '--out', trig)
     _run('kg', 'build', corpus, '--out', tmp_path / 'reference.trig')
@@ -116,3 +121,43 @@ def test_kg_build_kill_9_then_repair(tmp_path, variant_papers):
     assert names(got) == names(ref)
     for g in ref.graphs():
         if len(g): assert isomorphic(g, got.graph(g.identifier)), f'graph {g.identifier} differs from an uninterrupted build'
+    tally('kill -9 anywhere', f'kg build (TriG file) of 30 papers, 5 edited a round: {ROUNDS} rounds, {kills} killed, the file old '
+          f'{states["old"]} times and new {states["new"]} times; then repaired by a re-run', rounds=ROUNDS, kills=kills, **states)
+
+
+@pytest.mark.slow
+def test_model_save_kill_9_then_repair(tmp_path, variant_papers, tally):
+    """The same for a model folder (`scholarqa adapt`, which trains and saves with `replace_dir`): after every kill the folder
+    opens as the old model or the new one, nothing needs deleting by hand, and a re-run equals an uninterrupted training."""
+    from scholarqa.doc import aside_path, settled
+    from scholarqa.retrieval.adapt import ICT_RECORD
+    from scholarqa.retrieval.dense import Encoder
+    src, corpus, model = tmp_path / 'src', tmp_path / 'corpus', tmp_path / 'model'
+    variant_papers(src, 12)
+    _run('ingest', src, '--out', corpus)
+    train = lambda seed, out=model: ['adapt', str(corpus), '--out', str(out), '--examples', '24', '--epochs', '1', '--seed', str(seed)]
+    t0 = time.time(); _run(*train(0)); full = time.time() - t0
+    seed_of = lambda: json.loads((settled(model) / ICT_RECORD).read_text(encoding='utf-8'))['seed']
+    rng = random.Random(22)
+    kills, seed, states = 0, 0, {'old': 0, 'new': 0}
+    for r in range(MODEL_ROUNDS):
+        new = r + 1
+        proc = subprocess.Popen(CLI + train(new), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.5, 1.05) * full)                      # late in the run: training ends, the save begins
+        if proc.poll() is None: os.kill(proc.pid, signal.SIGKILL); kills += 1
+        proc.wait()
+        have = seed_of()                                                # it opens (settled puts a cut-off swap right) ...
+        assert have in (seed, new), f'round {r}: the model folder holds seed {have}, neither the old {seed} nor the new {new}'
+        Encoder(model, progress=False).encode(['a sentence'])           # ... and loads as a model
+        states['old' if have == seed else 'new'] += 1
+        seed = have
+    assert kills >= MODEL_ROUNDS // 2, f'only {kills} of {MODEL_ROUNDS} runs were killed ({full:.1f}s a run)'
+    _run(*train(MODEL_ROUNDS))                                                # the repair: the command, run again
+    _run(*train(MODEL_ROUNDS, tmp_path / 'reference'))                        # one uninterrupted run with the same settings
+    got, ref = (json.loads((p / ICT_RECORD).read_text(encoding='utf-8')) for p in (model, tmp_path / 'reference'))
+    assert got['losses'] == ref['losses'] and got['examples_hash'] == ref['examples_hash']
+    texts = ['graph retrieval over citations', 'a sentence about question answering']
+    assert np.allclose(Encoder(model, progress=False).encode(texts), Encoder(tmp_path / 'reference', progress=False).encode(texts), atol=1e-6)
+    assert not aside_path(model).exists() and not list(tmp_path.glob('.model.tmp-*')), 'a cut-off save left a folder behind'
+    tally('kill -9 anywhere', f'model training and save (adapt): {MODEL_ROUNDS} rounds, {kills} killed, the folder old {states["old"]} '
+          f'times and new {states["new"]} times; then repaired by a re-run', rounds=MODEL_ROUNDS, kills=kills, **states)

@@ -371,12 +371,13 @@ def test_backend_speed_smollm2(smol):
 
 # ---------- a misbehaving server: every failure is bounded, named, and leaves the call cache as it was ----------
 
-def test_openai_429_retry_after_is_honoured():
+def test_openai_429_retry_after_is_honoured(tally):
     with OpenAIStub([(429, {'error': 'slow down'}, {'Retry-After': '1'}), (200, openai_reply('done'))]) as s:
         t0 = time.perf_counter()
         c = OpenAIBackend(s.base_url, model='m', retries=2).chat('q')
         assert c.text == 'done' and len(s.requests) == 2
         assert time.perf_counter() - t0 >= 1.0, 'the client did not wait the Retry-After second'
+    tally('misbehaving LLM server', 'the server answers 429 with Retry-After, then 200', faults=1)
 
 MISBEHAVIOUR = {   # what the server does -> (script item, words the error must hold, requests the client may make with retries=1)
     '500 twice': ((500, {'error': 'boom'}), 'HTTP 500', 2),
@@ -388,7 +389,7 @@ MISBEHAVIOUR = {   # what the server does -> (script item, words the error must 
 }
 
 @pytest.mark.parametrize('what', sorted(MISBEHAVIOUR))
-def test_openai_misbehaving_server_is_bounded_named_and_not_cached(what, tmp_path):
+def test_openai_misbehaving_server_is_bounded_named_and_not_cached(what, tmp_path, tally):
     reply, says, n = MISBEHAVIOUR[what]
     with OpenAIStub([reply] * n) as s:                         # then the stub answers well again
         cb = CachedBackend(OpenAIBackend(s.base_url, model='m', retries=1, timeout=5), tmp_path, 'readwrite')
@@ -398,8 +399,9 @@ def test_openai_misbehaving_server_is_bounded_named_and_not_cached(what, tmp_pat
         assert len(s.requests) == n, f'{len(s.requests)} requests for {what}'
         assert not list(tmp_path.rglob('*')), 'a failed call left something in the cache'
         assert cb.chat('q').text == 'echo: q' and len(list(tmp_path.glob('*/*.json'))) == 1   # the next good reply is recorded
+    tally('misbehaving LLM server', f'the server answers: {what}', faults=1)
 
-def test_openai_hang_past_timeout_leaves_the_cache_alone(tmp_path):
+def test_openai_hang_past_timeout_leaves_the_cache_alone(tmp_path, tally):
     slow = lambda path, req: (time.sleep(1.0), (200, openai_reply('late')))[1]
     with OpenAIStub(default=slow) as s:
         cb = CachedBackend(OpenAIBackend(s.base_url, model='m', timeout=0.2, retries=1), tmp_path, 'readwrite')
@@ -407,3 +409,25 @@ def test_openai_hang_past_timeout_leaves_the_cache_alone(tmp_path):
         with pytest.raises(BackendError, match='timeout='): cb.chat('q')
         assert time.perf_counter() - t0 < 10 and len(s.requests) == 2
         assert not list(tmp_path.rglob('*'))
+    tally('misbehaving LLM server', 'the server hangs past the timeout', faults=1)
+
+DAMAGE = {   # how a recorded call's file is damaged -> what the error must say
+    'truncated': (lambda b: b[: len(b) // 2], 'unreadable'),
+    'empty': (lambda b: b'', 'unreadable'),
+    'not UTF-8': (lambda b: b'\xff\xfe' + b[2:], 'unreadable'),
+    'no completion': (lambda b: json.dumps({k: v for k, v in json.loads(b).items() if k != 'completion'}).encode(), 'no request or completion'),
+    'another request': (lambda b: json.dumps({**json.loads(b), 'request': {**json.loads(b)['request'], 'prompt': 'edited'}}).encode(), 'another request'),
+}
+
+@pytest.mark.parametrize('how', sorted(DAMAGE))
+@pytest.mark.parametrize('mode', ['readwrite', 'replay'])
+def test_a_damaged_cache_file_is_named_never_a_hit_nor_a_miss(how, mode, tmp_path, tally):
+    damage, says = DAMAGE[how]
+    CachedBackend(Scripted(['recorded']), tmp_path, 'readwrite').complete('q')
+    f, = tmp_path.glob('*/*.json')
+    f.write_bytes(bad := damage(f.read_bytes()))
+    inner = Scripted(['fresh'])
+    with pytest.raises(G.CacheCorrupt) as e: CachedBackend(inner, tmp_path, mode).complete('q')
+    assert str(f) in str(e.value) and says in str(e.value), str(e.value)
+    assert inner.seen == [] and f.read_bytes() == bad and len(list(tmp_path.rglob('*.json'))) == 1   # no call, file left as it was
+    tally('misbehaving LLM server', f'a recorded call damaged ({how}), {mode} mode', faults=1)

@@ -21,7 +21,7 @@ def _files(root: Path) -> set:
     return {p for p in root.rglob('*') if p.is_file()}
 
 
-def test_hostile_titles_headings_and_questions(tmp_path):
+def test_hostile_titles_headings_and_questions(tmp_path, tally):
     from scholarqa.ingest import Corpus
     from scholarqa.kg.rdf import load_kg, paper_outline
     src, work = tmp_path / 'src', tmp_path / 'work'
@@ -65,3 +65,5 @@ def test_hostile_titles_headings_and_questions(tmp_path):
     written = _files(tmp_path) - before
     outside = sorted(str(p) for p in written if work not in p.parents)
     assert not outside, f'written outside the folders given: {outside[:5]}'
+    tally('injection and path safety', f'{len(HOSTILE)} hostile strings as paper titles, section headings and questions through '
+          'ingest, kg build, index, search and ask', strings=len(HOSTILE))

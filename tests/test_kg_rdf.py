@@ -148,7 +148,7 @@ def _toy_entities(kg, papers):
     return ments
 
 
-def test_helpers_and_hostile_strings(demo):
+def test_helpers_and_hostile_strings(demo, tally):
     kg = corpus_to_dataset(demo.papers)
     ments = _toy_entities(kg, demo.papers)
     paras = {(m.paper_id, m.section_path, m.paragraph_index) for m in ments if m.entity_id == 'bioc'}
@@ -171,6 +171,8 @@ def test_helpers_and_hostile_strings(demo):
     add_entities(kg, [NS(id=h, label=f'entity {i}', type='Dataset', aliases=[]) for i, h in enumerate(HOSTILE)], [])
     for i, h in enumerate(HOSTILE): assert [e['entity'] for e in find_entities(kg, f'entity {i}')] == [str(entity_iri(h))], repr(h[:40])
     assert len(kg) > size
+    tally('injection and path safety', f'{len(HOSTILE)} hostile strings as lookup keys of six SPARQL helpers and as entity labels, '
+          'aliases and ids', strings=len(HOSTILE))
 
 
 def test_outline_and_citations_match_the_document_model(unarxive):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text, replace_dir, writes
+from ..doc import atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text, replace_dir, settled, writes
 from ..doc import progress as show_progress
 from ..datasets import Dataset, DatasetUnavailable, load_dataset, resolved_citation_edges
 from ..retrieval.base import Chunk, Hit, Retriever, register_retriever
@@ -568,7 +568,7 @@ class MultiChannelModel:
     def load(cls, path) -> 'MultiChannelModel':
         "Load a model folder written by `train_multichannel` (a clear error if it is not one)."
         import torch
-        path = Path(path)
+        path = settled(path)                        # a swap cut off between its two renames is undone first
         if not (path / MODEL_MARKER).exists(): raise NotAModelFolder(f'{path} is not a multichannel model folder (no {MODEL_MARKER})')
         rec = json.loads((path / MODEL_MARKER).read_text(encoding='utf-8'))
         if rec.get('kind') != 'scholarqa.multichannel' or rec.get('version') != MODEL_VERSION:

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 import pandas as pd
 import time
 from ..measure import QUERY_THREADS, query_threads
-from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, split_sentences
+from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled, split_sentences
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
@@ -142,7 +142,7 @@ class Encoder:
         quiet_model_loading()
         if backend not in ('torch', 'onnx', 'onnx-int8'): raise ValueError(f"backend must be 'torch', 'onnx' or 'onnx-int8', not {backend!r}")
         if isinstance(model, SentenceTransformer): self.st = model
-        else: self.st = SentenceTransformer(str(model or default_embedding_model()), device=device)
+        else: self.st = SentenceTransformer(str(settled(model) if model else default_embedding_model()), device=device)
         self.name = str(getattr(self.st[0].auto_model.config, '_name_or_path', '') or model)
         self.model_id = model_identity(self.name)
         self.max_seq_length = int(max_seq_length or self.st.max_seq_length)   # applied per call: a shared model is not changed

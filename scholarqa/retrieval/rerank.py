@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..doc import (atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text,
-                           replace_dir, split_sentences, writes)
+                           replace_dir, settled, split_sentences, writes)
 from ..doc import progress as show_progress
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import BM25Index
@@ -215,7 +215,7 @@ def load_cross_encoder(model=None, max_length: int = 256,
     _quiet_transformers()
     from sentence_transformers import CrossEncoder
     torch.manual_seed(seed)
-    return CrossEncoder(str(model or bundled_minilm_path()), num_labels=1, max_length=max_length, device='cpu')
+    return CrossEncoder(str(settled(model) if model else bundled_minilm_path()), num_labels=1, max_length=max_length, device='cpu')
 
 def rerank_loss(model, examples, n_negatives: int = 3, batch_size: int = 32,
                 scale: float = 10.0) -> float:  # the training loss's form: softmax over scale · sigmoid(logit)
@@ -391,7 +391,7 @@ class Reranker:
                  mix: float = 0.0):               # weight of the first stage's score (min–max) against the cross-encoder's
         self.mix, self.batch_size, self.record = float(mix), batch_size, {}
         if hasattr(model, 'predict'): self.model, self.name, self.backend = model, type(model).__name__, 'given'; return
-        path = Path(str(model)) if model is not None else None
+        path = settled(str(model)) if model is not None else None   # a model folder whose swap was cut off is put back first
         rec = {}
         if path is not None and (path / RERANK_RECORD).exists(): rec = json.loads((path / RERANK_RECORD).read_text(encoding='utf-8'))
         max_length = max_length or rec.get('max_length') or 256
