@@ -396,6 +396,7 @@ def _backend_kwargs(args, store) -> dict:
     return {'model': args.model} if args.model else {'encoder': store.encoder}   # extractive: the index's own encoder by default
 
 def _ask_cmd(args) -> int:
+    if args.method == 'agentic' or (Path(args.index) / 'graph.json').is_file(): return _ask_graph_cmd(args)   # a graph folder (08_agentic)
     store_mod = need('scholarqa.retrieval.store', 'index,embed,generate', 'ask')
     answer = need('scholarqa.generate.answer', 'index,embed,generate', 'ask')
     from scholarqa.generate.backends import BackendError, make_backend
@@ -593,8 +594,59 @@ def _rerank_train_cmd(args) -> int:
     for m in card['missing']: print(f'  skipped {m}')
     return 0
 
+# %% ../nbs/10_cli.ipynb #gr000002
+def _add_graph(sub) -> None:
+    p = sub.add_parser('graph', help='build the Author/Paper/Venue graph that `ask --method agentic` reads (seed 004)',
+                       description='Build a scholarly graph folder from the AAN metadata, OpenAlex works and/or the demo corpus.')
+    gs = p.add_subparsers(dest='graph_command', metavar='GRAPH_COMMAND')
+    b = gs.add_parser('build', help='build a graph folder (re-running on unchanged input does nothing)')
+    b.add_argument('--aan', metavar='DIR', help='the aan_acl_metadata folder, or a data folder holding it')
+    b.add_argument('--openalex', metavar='DIR', help='the openalex_sample folder, or a data folder holding it')
+    b.add_argument('--demo', action='store_true', help='the embedded demo corpus')
+    b.add_argument('--out', metavar='GRAPH', required=True, help='the graph folder to write')
+    b.add_argument('--json', action='store_true', help='print the build record as one JSON object')
+    _wait_flag(b)
+    b.set_defaults(func=_graph_build_cmd)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+def _graph_build_cmd(args) -> int:
+    academic = need('scholarqa.kg.academic', 'kg', 'graph build')
+    try: rec = academic.build_graph_folder(args.out, aan=args.aan, openalex=args.openalex, demo=args.demo, progress=True)
+    except (OSError, ValueError) as e: print(f'scholarqa graph build: {e}', file=sys.stderr); return 2
+    if args.json: print(json.dumps(rec, ensure_ascii=False))
+    else:
+        what = ', '.join(f'{v} {k}' for k, v in rec['summary'].items())
+        print(f"{args.out}: unchanged ({what})" if rec['unchanged'] else f"{args.out}: {what} ({rec['seconds']:.1f} s)")
+    return 0
+
+def _ask_graph_cmd(args) -> int:
+    "`ask GRAPH --method agentic`: the agent over a graph folder; one JSON object per question with --json or --questions."
+    academic = need('scholarqa.kg.academic', 'kg', 'ask')
+    need('scholarqa.methods.agentic', 'kg,embed', 'ask')
+    from scholarqa.generate.answer import MethodOptionError, make_method
+    if args.method != 'agentic':
+        print(f'scholarqa ask: {args.index} is a graph folder: only --method agentic reads it', file=sys.stderr); return 2
+    qs, err = _one_or_batch(args, 'ask')
+    if err: print(err, file=sys.stderr); return 2
+    try: method = make_method('agentic', academic.load_graph(args.index))
+    except (OSError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
+    bad, statuses = 0, []
+    for q in qs:
+        if 'error' in q: bad += 1; print(json.dumps(q, ensure_ascii=False)); continue
+        res = {'method': 'agentic', **method.run(q['question']).to_json()}
+        statuses.append(res['status'])
+        if args.questions is not None: print(json.dumps({'id': q['id'], **res}, ensure_ascii=False), flush=True)
+        elif args.json: print(json.dumps(res, ensure_ascii=False))
+        else:
+            print(res['answer'] + '\n')
+            print(f"  {res['query_type'] or 'no'} question ({res['intent'] or 'no plan'}); {res['expansions']} expansions; "
+                  f"verification {res['verification']['score']}; status {res['status']}")
+            for step in res['plan']: print(f'  plan: {step}')
+    if bad: print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")', file=sys.stderr); return 1
+    return 3 if args.strict and any(s != 'ok' for s in statuses) else 0
+
 # %% ../nbs/10_cli.ipynb #70f5a69a
-SUBCOMMANDS = [_add_ingest, _add_kg, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel, _add_rerank]
+SUBCOMMANDS = [_add_ingest, _add_kg, _add_graph, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel, _add_rerank]
 
 def build_parser() -> argparse.ArgumentParser:
     "The `scholarqa` parser with every subcommand (none of them imports an optional package here)."

@@ -120,6 +120,7 @@ def find_venues(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     text, out = _blank(question, skip), []
     folded = text.casefold()
     for key, vid, spelt in graph.venue_patterns:
+        if key not in folded: continue                                   # most venues are not named at all: skip the regex
         for m in re.finditer(r'(?<![\w])' + re.escape(key) + r'(?![\w])', folded):
             s, e = m.span()
             if len(key) <= 6 and question[s:e] != spelt: continue

@@ -1,0 +1,143 @@
+"""The agentic graph method (08_agentic) end to end: the command line's JSON contract on a graph folder, hostile names and
+titles, an empty graph, and — on the real AAN and OpenAlex graph — the executor against the graph-table oracle for every
+template question, name ambiguity, and a rebuild that changes nothing."""
+import json, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from hostile_strings import HOSTILE
+
+CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
+JSON_KEYS = {'answer', 'values', 'query_type', 'plan', 'start_nodes', 'expansions', 'verification', 'evidence', 'status'}
+
+
+def cli(*argv, timeout=300):
+    return subprocess.run(CLI + [str(a) for a in argv], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope='module')
+def planner():
+    from scholarqa.methods.agentic import Planner
+    from scholarqa.retrieval.dense import Encoder
+    return Planner(Encoder(progress=False))
+
+
+def test_cli_graph_build_and_ask_json_contract(tmp_path):
+    g = tmp_path / 'graph'
+    r = cli('graph', 'build', '--demo', '--out', g, '--json')
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)['summary']['Paper'] == 16
+    assert json.loads(cli('graph', 'build', '--demo', '--out', g, '--json').stdout)['unchanged'] is True
+    qs = tmp_path / 'q.jsonl'
+    qs.write_text('\n'.join(json.dumps(x) for x in [
+        {'id': 'co', 'question': 'Who are the co-authors of Samuel Achebe?'},
+        {'id': 'count', 'question': 'How many papers did Hannah Cole publish at ICSR?'},
+        {'id': 'nobody', 'question': 'Which papers did John Doe write?'},
+        {'id': 'none', 'question': 'What is the weather like?'},
+        {'id': 'inject', 'question': 'Who wrote "\\") } UNION { ?s ?p ?o } #"?'}]) + '\nnot json\n')
+    r = cli('ask', g, '--questions', qs, '--method', 'agentic')
+    assert r.returncode == 1 and '1 of 6' in r.stderr, r.stderr          # the broken line is reported, the others answered
+    rows = {x['id']: x for x in map(json.loads, r.stdout.splitlines())}
+    assert 'error' in rows['line 6']
+    for k in ('co', 'count', 'nobody', 'none', 'inject'): assert JSON_KEYS <= set(rows[k]), rows[k]
+    co = rows['co']
+    assert (co['status'], co['query_type'], co['start_nodes'][0]['label']) == ('ok', 'multihop', 'Samuel Achebe')
+    assert co['values'] and all(v in co['answer'] for v in co['values'])
+    assert all(len(e) == 3 for e in co['evidence']) and co['verification']['score'] == 1.0
+    assert set(co['verification']) >= {'EntAlign', 'RelAlign', 'AttrMatch', 'score', 'regenerations'}
+    assert (rows['count']['query_type'], rows['count']['values']) == ('aggregation', ['1'])
+    assert rows['nobody']['status'] == 'not_found' and rows['nobody']['values'] == []
+    assert rows['none']['status'] == 'no_plan'
+    assert rows['inject']['status'] == 'not_found'
+    r = cli('ask', g, 'Which papers did John Doe write?', '--method', 'agentic', '--strict')
+    assert r.returncode == 3 and r.stdout.startswith('Not found'), r.stdout
+    empty = tmp_path / 'empty'; empty.mkdir()
+    r = cli('ask', empty, 'Who wrote "X"?', '--method', 'agentic')
+    assert r.returncode == 2 and 'not a graph folder' in r.stderr
+
+
+def test_hostile_titles_and_names_are_looked_up_never_executed(planner):
+    "Every hostile string as a paper title and an author name: found exactly when quotable, otherwise refused; never an error."
+    from scholarqa.kg.academic import AcademicGraph
+    from scholarqa.kg.graphs import ScholarlyGraph
+    from scholarqa.methods.agentic import AgenticGraphRAG
+    sg = ScholarlyGraph()
+    sg.add_node('Author', 'a', name='Ada Lovelace')
+    sg.add_node('Venue', 'v', name='ACL')
+    for i, s in enumerate(HOSTILE):
+        sg.add_node('Paper', f'p{i}', title=s, year=2000 + i)
+        sg.add_edge('writes', 'a', f'p{i}', position=1)
+        sg.add_edge('published_in', f'p{i}', 'v')
+    agent = AgenticGraphRAG(AcademicGraph(sg), planner=planner)
+    statuses = set()
+    for i, s in enumerate(HOSTILE):
+        res = agent.run(f'Who wrote "{s}"?')
+        statuses.add(res.status)
+        quotable = '"' not in s and len(s.strip()) >= 2 and '\x00' not in s
+        if quotable and res.status == 'ok':
+            assert res.values == ['Ada Lovelace'] and res.start_nodes[0]['id'] == f'p{i}', (s[:40], res.to_json())
+        assert res.status in ('ok', 'not_found', 'no_plan', 'ambiguous'), res.status
+        res = agent.run(f'How many papers did {s} write?')                    # as a name; a quoted part may name its paper
+        assert res.status in ('ok', 'not_found', 'no_plan', 'ambiguous'), res.status
+        if res.status == 'ok': assert res.start_nodes[0]['id'] in {f'p{j}' for j in range(len(HOSTILE))} | {'a', 'v'}, res.to_json()
+        else: assert res.values == []
+    assert 'ok' in statuses
+    res = agent.run('How many papers has Ada Lovelace written?')
+    assert res.values == [str(len(HOSTILE))]
+
+
+def test_an_empty_graph_answers_not_found(planner):
+    from scholarqa.kg.academic import AcademicGraph
+    from scholarqa.kg.graphs import ScholarlyGraph
+    from scholarqa.methods.agentic import AgenticGraphRAG
+    agent = AgenticGraphRAG(AcademicGraph(ScholarlyGraph()), planner=planner)
+    for q in ('Who wrote "Anything At All"?', 'How many papers did Jane Roe write?', 'How many papers did ACL publish in 2001?'):
+        res = agent.run(q)
+        assert res.status in ('not_found', 'no_plan') and res.values == [], (q, res.to_json())
+
+
+@pytest.fixture(scope='module')
+def real_graph(tmp_path_factory):
+    from scholarqa.datasets import find_data_dir
+    from scholarqa.kg.academic import build_graph_folder, load_graph
+    data = find_data_dir(None)
+    if data is None or not (Path(data) / 'aan_acl_metadata').is_dir() or not (Path(data) / 'openalex_sample').is_dir():
+        pytest.skip(f'{data}: no aan_acl_metadata/ or openalex_sample/ (the real graph)')
+    out = tmp_path_factory.mktemp('real') / 'graph'
+    rec = build_graph_folder(out, aan=data, openalex=data, progress=False)
+    again = build_graph_folder(out, aan=Path(data) / 'aan_acl_metadata', openalex=data, progress=False)
+    return load_graph(out), rec, again
+
+
+def test_real_graph_rebuild_is_a_no_op_and_counts_hold(real_graph):
+    g, rec, again = real_graph
+    assert again['unchanged'] is True and again['inputs'] == rec['inputs']
+    assert rec['summary']['Paper'] > 18_000 and rec['sources']['aan']['papers_in'] == 18_041   # AAN's 18,041 records, duplicates merged
+    assert {'aan', 'openalex'} == {a.get('source') for a in g.nodes['Paper'].values()}
+
+
+def test_real_executor_equals_the_oracle_on_every_template_question(real_graph):
+    "Executed from the gold start nodes, every plan gives exactly the oracle's answer (no planner involved: the executor alone)."
+    from scholarqa.kg.academic import fold
+    from scholarqa.methods.agentic import INTENTS, execute, make_questions
+    g = real_graph[0]
+    bad = []
+    for source in ('aan', 'openalex'):
+        qs = make_questions(g, source, per_type=48, seed=1)
+        assert {q['type'] for q in qs} == {'attribute', 'relation', 'aggregation', 'multihop'}
+        for q in qs:
+            got = execute(g, list(INTENTS[q['intent']].ops), q['start']).values
+            if sorted(map(fold, got)) != sorted(map(fold, q['gold'])): bad.append((q['id'], got[:3], q['gold'][:3]))
+    assert not bad, bad[:5]
+
+
+def test_real_ambiguous_names_list_candidates(real_graph, planner):
+    from scholarqa.methods.agentic import AgenticGraphRAG
+    g = real_graph[0]
+    agent = AgenticGraphRAG(g, planner=planner)
+    res = agent.run('What did M. Collins write?')
+    assert res.status == 'ambiguous' and res.values == []
+    assert any(c.startswith('Michael John Collins') for c in res.candidates) and len(res.candidates) >= 2
+    res = agent.run('How many papers did Michael John Collins publish at EMNLP?')
+    assert res.status == 'ok' and res.query_type == 'aggregation' and int(res.values[0]) > 0
