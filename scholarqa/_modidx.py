@@ -756,6 +756,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                            'scholarqa.methods.agentic.closest_labels': ( 'agentic.html#closest_labels',
                                                                                          'scholarqa/methods/agentic.py'),
                                            'scholarqa.methods.agentic.coverage': ('agentic.html#coverage', 'scholarqa/methods/agentic.py'),
+                                           'scholarqa.methods.agentic.encode_query': ( 'agentic.html#encode_query',
+                                                                                       'scholarqa/methods/agentic.py'),
                                            'scholarqa.methods.agentic.evaluate_agent': ( 'agentic.html#evaluate_agent',
                                                                                          'scholarqa/methods/agentic.py'),
                                            'scholarqa.methods.agentic.execute': ('agentic.html#execute', 'scholarqa/methods/agentic.py'),

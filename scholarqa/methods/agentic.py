@@ -19,11 +19,12 @@ from ..kg.academic import AcademicGraph, fold, name_tokens
 from ..generate.answer import MethodOptionError, check_options, register_method
 
 # %% auto #0
-__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'INTENTS', 'PHRASINGS', 'Mention', 'similar_titles', 'find_titles',
-           'names_compatible', 'link_author', 'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions',
-           'masked', 'Intent', 'Plan', 'Planner', 'Result', 'execute', 'coverage', 'relevance', 'sufficiency',
-           'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer', 'closest_labels', 'AgenticGraphRAG',
-           'gold_values', 'score_answer', 'question_starts', 'make_questions', 'load_paraphrases', 'evaluate_agent']
+__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PHRASINGS', 'Mention', 'similar_titles',
+           'find_titles', 'names_compatible', 'link_author', 'find_authors', 'find_venues', 'find_unknown_names',
+           'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner', 'Result', 'execute', 'coverage',
+           'relevance', 'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer',
+           'closest_labels', 'AgenticGraphRAG', 'gold_values', 'score_answer', 'question_starts', 'make_questions',
+           'load_paraphrases', 'evaluate_agent']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -38,7 +39,7 @@ class Mention:
 
 _QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|«([^»]{2,})»')
 _YEAR = re.compile(r'\b(1[89]\d\d|20\d\d)\b')
-_NAME_TOKEN = re.compile(r"[^\W\d_][\w'’\-‐‑]*\.?")
+_NAME_TOKEN = re.compile(r"[^\W\d_][\w'’\-‐‑–]*\.?")
 _PARTICLES = {'de', 'da', 'del', 'della', 'der', 'di', 'du', 'van', 'von', 'la', 'le', 'dos', 'das', 'ten', 'ter', 'bin', 'al'}
 
 def _blank(text: str, spans) -> str:
@@ -182,6 +183,7 @@ class Intent:
     ops: tuple                    # operations after the lookups (see `execute`)
     template: str                 # the answer: {PAPER} {AUTHOR} {VENUE} {YEAR} and {values}
     prototypes: tuple             # masked phrasings the classifier compares a question with
+    cues: str = ''                # a regex of words that single this intent out among those with the same slots
 
     def hops(self) -> int:
         "Relation steps the plan takes: traversals, and filters that test an edge."
@@ -208,7 +210,13 @@ PROTOTYPES = {
     'venue_coauthors': ('Who co-authored [VENUE] papers with [AUTHOR]?', 'Co-authors of [AUTHOR] at [VENUE]', 'With whom did [AUTHOR] publish at [VENUE]?', 'Which researchers wrote [VENUE] papers together with [AUTHOR]?'),
 }
 
-def _intent(name, type, slots, ops, template): return Intent(name, type, slots, ops, template, PROTOTYPES[name])
+CUES = {   # the words that tell two intents with the same slots apart where sentence vectors barely do
+    'author_first_year': r'\b(first|earliest|start|started|starting|begin|began|debut)\b',
+    'author_last_year': r'\b(last|latest|newest|most recent|most recently|recently|lately)\b',
+}
+CUE_BONUS = 0.1   # added to an intent's prototype similarity when one of its cue words is in the question
+
+def _intent(name, type, slots, ops, template): return Intent(name, type, slots, ops, template, PROTOTYPES[name], CUES.get(name, ''))
 
 INTENTS = {i.name: i for i in [
     _intent('paper_year', 'attribute', ('Paper',), (_op('attr', name='year'),), '{PAPER} was published in {values}.'),
@@ -258,6 +266,11 @@ class Plan:
         out = [f'lookup {m.kind} "{m.text}" -> {m.candidates[0] if m.candidates else "nothing"} ({m.match})' for m in self.mentions]
         return out + [' '.join([o['op']] + [f'{k}={v}' for k, v in o.items() if k != 'op']) for o in self.ops]
 
+def encode_query(encoder, text: str) -> np.ndarray:
+    "One question's vector (dim,), not cached: questions are one-off strings (an encoder without a cache flag is called plainly)."
+    try: return np.asarray(encoder.encode([text], use_cache=False))[0]
+    except TypeError: return np.asarray(encoder.encode([text]))[0]
+
 class Planner:
     "The query-aware retrieval agent: mentions → masked question → intent by MiniLM prototypes among those the slots allow → plan."
     def __init__(self, encoder=None,              # .encode(texts) -> (n, dim) unit vectors; None = the bundled MiniLM
@@ -271,9 +284,11 @@ class Planner:
 
     def classify(self, masked_question: str, slots: tuple) -> tuple:
         "(intent or None, p(type | q), {intent: best prototype cosine}) for a masked question whose mentions fill `slots`."
-        q = np.asarray(self.encoder.encode([masked_question]))[0]                     # (dim,)
+        q = encode_query(self.encoder, masked_question)                                # (dim,)
         best = {}
         for (name, _), s in zip(self._protos, self._proto_vecs @ q): best[name] = max(best.get(name, -1.0), float(s))
+        for name, i in self.intents.items():
+            if i.cues and re.search(i.cues, masked_question, re.I): best[name] += CUE_BONUS
         by_type = np.array([max([best[n] for n in best if self.intents[n].type == t], default=-1.0) for t in QUERY_TYPES])
         p = np.exp((by_type - by_type.max()) / self.temperature); p /= p.sum()
         probs = {t: round(float(x), 4) for t, x in zip(QUERY_TYPES, p)}
@@ -384,48 +399,51 @@ def relevance(encoder, question: str, texts: list, max_texts: int = 16) -> float
     "Rel: mean cosine (clipped at 0) between the question and the first `max_texts` node descriptions of the subgraph."
     texts = list(texts)[:max_texts]
     if not texts: return 0.0
-    v = np.asarray(encoder.encode([question] + texts))            # (1 + n, dim), unit length
-    return float(np.clip(v[1:] @ v[0], 0, 1).mean())
+    v = np.asarray(encoder.encode(texts))                         # (n, dim), unit length; node descriptions recur, so cached
+    return float(np.clip(v @ encode_query(encoder, question), 0, 1).mean())
 
 def sufficiency(cov: float, rel: float, alpha: float) -> float:
     "S = α·Cov + (1 − α)·Rel."
     return alpha * cov + (1 - alpha) * rel
 
 # %% ../../nbs/08_agentic.ipynb #a09b1f73
-_NUMBER = re.compile(r'(?<![\w.])\d+(?!\w|\.\d)')
+_NUMBER = re.compile(r'(?<![\w.\-])\d+(?![\w\-]|\.\d)')
 
-def answer_claims(graph: AcademicGraph, answer: str, result: Result) -> tuple[list, list]:
-    "(entity labels, numbers) an answer asserts: the retrieved subgraph's labels found in it, and the numbers outside them."
-    text = answer.casefold()
-    labels = {graph.label(t, i) for t, i in result.nodes} | {str(e[0]) for e in result.evidence} | \
-             {str(e[2]) for e in result.evidence if not str(e[2]).isdigit()} | {v for v in result.values if not v.isdigit()}
-    named = sorted((l for l in labels if len(l) > 2 and l.casefold() in text), key=len, reverse=True)
-    rest = text
-    for l in named: rest = rest.replace(l.casefold(), ' ')
-    return named, _NUMBER.findall(rest)
+def answer_claims(graph: AcademicGraph, answer: str, result: Result) -> tuple[list, list, list]:
+    """(entities, unknown names, attributes) an answer asserts: the retrieved subgraph's node labels found in it; capitalised
+    names and quoted titles left over, which the graph does not hold as nodes here; then the non-entity values it repeats
+    (identifiers) and every number outside the labels (years, counts)."""
+    is_node = lambda l: any(graph.by_label.get((t, fold(l))) for t in ('Paper', 'Author', 'Venue'))
+    labels = {graph.label(t, i) for t, i in result.nodes} | {str(x) for e in result.evidence for x in (e[0], e[2])} | set(result.values)
+    found = sorted((l for l in labels if len(l) > 2 and not l.isdigit() and l.casefold() in answer.casefold()), key=len, reverse=True)
+    rest = answer
+    for l in found: rest = re.sub(re.escape(l), lambda m: ' ' * len(m.group()), rest, flags=re.I)
+    unknown = [m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()] + [m.text for m in find_unknown_names(_blank(rest, [m.span() for m in re.finditer(r'"[^"]*"', rest)]))]
+    entities = [l for l in found if is_node(l)]
+    return entities, unknown, [l for l in found if not is_node(l)] + _NUMBER.findall(rest)
 
 def verify(graph: AcademicGraph, answer: str, result: Result,
            given=(),                               # labels the question itself named: not claims
            betas=(1 / 3, 1 / 3, 1 / 3)) -> dict:   # weights of EntAlign, RelAlign, AttrMatch
     "EntAlign, RelAlign, AttrMatch and their weighted score for an answer text against the retrieved subgraph."
-    named, nums = answer_claims(graph, answer, result)
-    named = [l for l in named if l not in given]
+    entities, unknown, attrs = answer_claims(graph, answer, result)
+    entities = [l for l in entities if l not in given]
     stated = {str(x) for e in result.evidence for x in (e[0], e[2])} | set(result.values)
     parts = {}
-    if named:
-        parts['EntAlign'] = sum(any(graph.by_label.get((t, fold(l))) for t in ('Paper', 'Author', 'Venue')) for l in named) / len(named)
-        parts['RelAlign'] = sum(l in stated for l in named) / len(named)
-    if nums: parts['AttrMatch'] = sum(n in stated for n in nums) / len(nums)
+    if entities or unknown:
+        parts['EntAlign'] = len(entities) / (len(entities) + len(unknown))
+        parts['RelAlign'] = sum(l in stated for l in entities) / (len(entities) + len(unknown))
+    if attrs: parts['AttrMatch'] = sum(a in stated for a in attrs) / len(attrs)
     w = dict(zip(('EntAlign', 'RelAlign', 'AttrMatch'), betas))
     score = sum(w[k] * v for k, v in parts.items()) / sum(w[k] for k in parts) if parts else 0.0
     return {'EntAlign': parts.get('EntAlign'), 'RelAlign': parts.get('RelAlign'), 'AttrMatch': parts.get('AttrMatch'),
-            'score': round(score, 4), 'claims': named + nums}
+            'score': round(score, 4), 'claims': entities + unknown + attrs}
 
 # %% ../../nbs/08_agentic.ipynb #2b65024d
 def join_values(values: list, limit: int = 25) -> str:
-    "'A', 'A and B', 'A, B and C' (past `limit` items: the first ones and how many more)."
+    "'A', 'A and B', 'A, B and C'; past `limit` items, the first ones 'and others' (the values keep them all)."
     vs = [str(v) for v in values]
-    if len(vs) > limit: vs = vs[:limit] + [f'{len(values) - limit} more']
+    if len(vs) > limit: vs = vs[:limit] + ['others']
     return '' if not vs else vs[0] if len(vs) == 1 else ', '.join(vs[:-1]) + ' and ' + vs[-1]
 
 def phrase(intent: Intent, slots: dict, values: list) -> str:
