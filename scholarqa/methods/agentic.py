@@ -21,10 +21,10 @@ from ..generate.answer import MethodOptionError, check_options, register_method
 # %% auto #0
 __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PHRASINGS', 'Mention', 'similar_titles',
            'find_titles', 'names_compatible', 'link_author', 'find_authors', 'find_venues', 'find_unknown_names',
-           'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner', 'Result', 'execute', 'coverage',
-           'relevance', 'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer',
+           'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner', 'Result', 'execute', 'match_score',
+           'coverage', 'relevance', 'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer',
            'closest_labels', 'AgenticGraphRAG', 'gold_values', 'score_answer', 'question_starts', 'make_questions',
-           'load_paraphrases', 'evaluate_agent']
+           'loosen_title', 'loose_questions', 'load_paraphrases', 'evaluate_agent']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -385,14 +385,22 @@ def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
     return Result(list(dict.fromkeys(graph.label(*x) for x in uniq)), 'labels', nodes, evidence)
 
 # %% ../../nbs/08_agentic.ipynb #81666079
+def match_score(mention_text: str, label: str) -> float:
+    "How well a node's label matches what the question wrote: 1 for the same folded text, else difflib's ratio of the two."
+    import difflib
+    a, b = fold(mention_text), fold(label)
+    return 1.0 if a == b else difflib.SequenceMatcher(None, a, b).ratio()
+
 def coverage(graph: AcademicGraph, mentions, start: dict, result: Result) -> float:
-    "Cov: the share of the question's mentions the retrieved subgraph contains (a year: a reached paper has it, or a fact states it)."
+    """Cov: how much of the question's mentions the retrieved subgraph contains — a year when a reached paper has it; a
+    name or title by how well the node it reached matches what the question wrote (`match_score`); 0 when not reached."""
     if not mentions: return 0.0
     reached, stated = set(result.nodes), {str(e[2]) for e in result.evidence}
-    def covered(m):
+    def covered(m) -> float:
         if m.kind == 'Year':
-            return str(start['Year']) in stated or any(t == 'Paper' and graph.nodes['Paper'][i].get('year') == start['Year'] for t, i in reached)
-        return (m.kind, start.get(m.kind)) in reached or graph.label(m.kind, start[m.kind]) in stated
+            return float(str(start['Year']) in stated or any(t == 'Paper' and graph.nodes['Paper'][i].get('year') == start['Year'] for t, i in reached))
+        label = graph.label(m.kind, start[m.kind])
+        return match_score(m.text, label) if (m.kind, start[m.kind]) in reached or label in stated else 0.0
     return sum(covered(m) for m in mentions) / len(mentions)
 
 def relevance(encoder, question: str, texts: list, max_texts: int = 16) -> float:
@@ -704,6 +712,28 @@ def make_questions(graph: AcademicGraph, source: str, per_type: int = 100, seed:
                 out.append({'id': f'{source}-{n}-' + blake2b_hex(key, 6), 'source': source, 'type': qtype, 'intent': n,
                             'question': rng.choice(PHRASINGS[n]).format(**names), 'start': st,
                             'gold': gold_values(g.graph, n, st), 'split': hash_split(f'{n}|{key}', seed, fractions)})
+    return out
+
+def loosen_title(title: str, rng) -> str:
+    "A title as someone might half-remember it: one word after the first dropped (titles of four words or more), one typo."
+    words = title.split()
+    if len(words) >= 4: del words[rng.randrange(1, len(words))]
+    long = [i for i, w in enumerate(words) if len(w) >= 5 and w.isalpha()]
+    if long:
+        i = rng.choice(long); w = words[i]; j = rng.randrange(1, len(w) - 2)
+        words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:]                     # two letters swapped
+    return ' '.join(words)
+
+def loose_questions(questions: list[dict], graph: AcademicGraph, seed: int = 0) -> list[dict]:
+    "The questions that quote a title, with the title loosened (`loosen_title`): what the close-title link and the sufficiency agent are for."
+    import random
+    rng, out = random.Random(seed), []
+    for q in questions:
+        if 'Paper' not in q['start']: continue
+        title = graph.label('Paper', q['start']['Paper'])
+        loose = loosen_title(title, rng)
+        if fold(loose) == fold(title): continue
+        out.append({**q, 'id': q['id'] + '-loose', 'question': q['question'].replace(f'"{title}"', f'"{loose}"'), 'loose_title': loose})
     return out
 
 def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
