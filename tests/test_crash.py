@@ -2,7 +2,7 @@
 or the new one and opens; running the command again repairs it, and the result equals one uninterrupted run (same papers,
 chunk ids and vectors; isomorphic graphs; the same training losses and embeddings). `ingest` has its own in test_ingest_cli.py.
 
-Rounds: $SCHOLARQA_KILL_ROUNDS (default 3, and 1 for the model save, to keep CI short; the reliability notebook uses 20).
+Rounds: $SCHOLARQA_KILL_ROUNDS (default 2, and 1 for the model save, to keep CI short; the reliability notebook uses 20).
 Between rounds some sources are edited and re-ingested (or the training seed changes), so every round has work to do, and the
 kill can land in chunking, encoding, training or writing.
 """
@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
-ROUNDS = int(os.environ.get('SCHOLARQA_KILL_ROUNDS', '3'))
+ROUNDS = int(os.environ.get('SCHOLARQA_KILL_ROUNDS', '2'))
 MODEL_ROUNDS = int(os.environ.get('SCHOLARQA_KILL_ROUNDS', '1'))   # a model round trains and saves MiniLM in a new process: fewer in CI
 
 

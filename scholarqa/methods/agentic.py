@@ -23,8 +23,8 @@ __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTE
            'find_titles', 'names_compatible', 'link_author', 'find_authors', 'find_venues', 'find_unknown_names',
            'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner', 'Result', 'execute', 'match_score',
            'coverage', 'relevance', 'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer',
-           'closest_labels', 'AgenticGraphRAG', 'gold_values', 'score_answer', 'question_starts', 'make_questions',
-           'loosen_title', 'loose_questions', 'load_paraphrases', 'evaluate_agent']
+           'closest_labels', 'AgenticGraphRAG', 'verbalise_facts', 'FactRAG', 'gold_values', 'score_answer',
+           'question_starts', 'make_questions', 'loosen_title', 'loose_questions', 'load_paraphrases', 'evaluate_agent']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -335,11 +335,8 @@ def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
     first = next(k for k in start if k != 'Year')
     frontier, nodes, evidence, seen = [(first, start[first])], [(first, start[first])], [], set()
     def read(s, r, o):
-        t = (s, r, str(o))
-        if t not in seen: seen.add(t); evidence.append(list(t))
-    def reached(xs):
-        for x in xs:
-            if x not in nodes: nodes.append(x)
+        if (s, r, str(o)) not in seen: seen.add((s, r, str(o))); evidence.append([s, r, str(o)])
+    def reached(xs): nodes.extend(x for x in dict.fromkeys(xs) if x not in nodes)
     for o in ops:
         op = o['op']
         if op == 'traverse':
@@ -478,7 +475,6 @@ class AgentAnswer:
     type_probs: dict = field(default_factory=dict)
 
     def to_json(self) -> dict: return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
 _NO_CHECK = {'EntAlign': None, 'RelAlign': None, 'AttrMatch': None, 'score': None, 'regenerations': 0}
 
 def closest_labels(graph: AcademicGraph, mention: Mention, k: int = 5) -> list[str]:
@@ -585,6 +581,43 @@ def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 
     return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma)
 
 # %% ../../nbs/08_agentic.ipynb #3e8bda52
+def verbalise_facts(graph: AcademicGraph) -> list[tuple[str, list[str]]]:
+    "One sentence per graph fact, with the labels and values it names: [(sentence, [label or value, …])]."
+    out = []
+    for pid, a in graph.nodes['Paper'].items():
+        t, x = a.get('title', ''), _node_attr(graph, 'Paper', pid, 'source_id')
+        out += [(f'"{t}" was published in {a["year"]}.', [t, str(a['year'])])] if a.get('year') else []
+        out += [(f'"{t}" appeared at {graph.label("Venue", v)}.', [t, graph.label('Venue', v)]) for v, _ in graph.neighbours('Paper', pid, 'published_in', 'Venue')]
+        out += [(f'"{t}" has been cited {a["cited_by_count"]} times.', [t, str(a['cited_by_count'])])] if a.get('cited_by_count') is not None else []
+        out += [(f'The identifier of "{t}" is {x}.', [t, str(x)])] if x else []
+        out += [(f'{graph.label("Author", au)} is an author of "{t}".', [graph.label('Author', au), t])
+                for au, _ in sorted(graph.neighbours('Paper', pid, 'writes', 'Author'), key=lambda e: e[1].get('position') or 0)]
+    return out
+
+class FactRAG:
+    "VanillaRAG over verbalised graph facts: the top-k sentences by BM25 (or hybrid), every value they name beyond the question's."
+    name = 'vanilla-facts'
+    def __init__(self, graph: AcademicGraph, k: int = 5, encoder=None, depth: int = 100):   # depth: BM25 hits the hybrid re-scores
+        from scholarqa.retrieval.base import Chunk
+        from scholarqa.retrieval.bm25 import BM25Index
+        self.facts, self.k, self.encoder, self.depth = verbalise_facts(graph), k, encoder, depth
+        self.bm25 = BM25Index([Chunk(str(i), s, '', '', [], 0, 0) for i, (s, _) in enumerate(self.facts)])
+
+    def top(self, question: str) -> list[int]:
+        "Indices of the top-k facts (BM25; with an encoder, min–max fusion of BM25 and MiniLM over BM25's top `depth`)."
+        from scholarqa.retrieval.fusion import minmax
+        hits = self.bm25.retrieve(question, self.depth if self.encoder is not None else self.k)
+        if self.encoder is None or not hits: return [int(h.chunk.id) for h in hits]
+        dense = np.asarray(self.encoder.encode([h.chunk.text for h in hits])) @ encode_query(self.encoder, question)   # (n,)
+        return [int(hits[j].chunk.id) for j in np.argsort(-(minmax([h.score for h in hits]) + minmax(dense)), kind='stable')[:self.k]]
+
+    def run(self, question: str) -> AgentAnswer:
+        idx, q = self.top(question), fold(question)
+        values = list(dict.fromkeys(v for i in idx for v in self.facts[i][1] if fold(v) not in q))
+        return AgentAnswer(question, ' '.join(self.facts[i][0] for i in idx), values, None, None, [f'top {self.k} facts'], [], 0,
+                           dict(_NO_CHECK), [[self.facts[i][0], 'retrieved', ''] for i in idx])
+
+# %% ../../nbs/08_agentic.ipynb #ace15295
 PHRASINGS = {   # question templates for evaluation (not the planner's prototypes); a title is written in quotes
     'paper_year': ('In which year was "{paper}" published?', 'What year did "{paper}" appear?', 'When did "{paper}" come out?'),
     'paper_citations': ('How many times has "{paper}" been cited?', 'What is the citation count of "{paper}"?', 'How often is "{paper}" cited?'),
@@ -601,10 +634,8 @@ PHRASINGS = {   # question templates for evaluation (not the planner's prototype
     'venue_year_count': ('How many papers were published at {venue} in {year}?', 'How many papers did {venue} publish in {year}?', 'Count the {venue} papers from {year}.'),
     'author_coauthors': ('Who has written papers together with {author}?', 'Who are the co-authors of {author}?', 'With whom has {author} collaborated?'),
     'author_venues': ('In which venues has {author} published?', 'Where has {author} published papers?', 'List the venues of the papers by {author}.'),
-    'first_author_papers': ('Which other papers did the first author of "{paper}" write?', 'What else has the lead author of "{paper}" published?',
-                            'List the other papers by the first author of "{paper}".'),
-    'venue_coauthors': ('Who co-authored papers with {author} at {venue}?', 'Which co-authors did {author} have on {venue} papers?',
-                        'With whom did {author} write papers for {venue}?'),
+    'first_author_papers': ('Which other papers did the first author of "{paper}" write?', 'What else has the lead author of "{paper}" published?', 'List the other papers by the first author of "{paper}".'),
+    'venue_coauthors': ('Who co-authored papers with {author} at {venue}?', 'Which co-authors did {author} have on {venue} papers?', 'With whom did {author} write papers for {venue}?'),
 }
 
 def gold_values(sg: ScholarlyGraph, intent: str, start: dict) -> list[str]:
@@ -651,7 +682,7 @@ def score_answer(predicted: list, gold: list) -> dict:
     return {'accuracy': float(ps == g), 'f1': 2 * prec * rec / (prec + rec) if prec + rec else 0.0,
             'hit1': (float(bool(p) and p[0] in g) if g else float(not p))}
 
-# %% ../../nbs/08_agentic.ipynb #c28ceb22
+# %% ../../nbs/08_agentic.ipynb #12c90ad1
 def _eligible(g: AcademicGraph, source: str) -> dict:
     "Entities a question may name without ambiguity: unique titles without quotes, names linking to one author, venues found as written."
     def ok_title(a): return (a.get('source') == source and '"' not in a.get('title', '') and len(a.get('title', '').split()) >= 3
