@@ -471,7 +471,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'scholarqa/kg/academic.py'),
                                        'scholarqa.kg.academic.AcademicGraph.summary': ( 'academic_graph.html#academicgraph.summary',
                                                                                         'scholarqa/kg/academic.py'),
-                                       'scholarqa.kg.academic._file_hash': ('academic_graph.html#_file_hash', 'scholarqa/kg/academic.py'),
                                        'scholarqa.kg.academic._inputs_of': ('academic_graph.html#_inputs_of', 'scholarqa/kg/academic.py'),
                                        'scholarqa.kg.academic.build_graph_folder': ( 'academic_graph.html#build_graph_folder',
                                                                                      'scholarqa/kg/academic.py'),

@@ -5,22 +5,24 @@ JSON file that a rebuild from unchanged inputs leaves alone, and indexed so that
 
 # %% ../../nbs/01d_academic_graph.ipynb #09315db0
 from __future__ import annotations
-import hashlib, re, time, unicodedata
+import re, time, unicodedata
 from collections import defaultdict
 from pathlib import Path
 
 from ..doc import atomic_write_json, read_json, writes
+from ..measure import file_hash
 from .graphs import ScholarlyGraph, author_key, scholarly_graph
 
 # %% auto #0
-__all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'graph_to_json', 'graph_from_json', 'source_graph',
-           'merge_graphs', 'graph_sources', 'build_graph_folder', 'fold', 'name_tokens', 'venue_aliases',
-           'AcademicGraph', 'load_graph', 'demo_graph']
+__all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURCE_ID_KEY', 'graph_to_json', 'graph_from_json',
+           'source_graph', 'merge_graphs', 'graph_sources', 'build_graph_folder', 'fold', 'name_tokens',
+           'venue_aliases', 'AcademicGraph', 'load_graph', 'demo_graph']
 
 # %% ../../nbs/01d_academic_graph.ipynb #2d083bcb
 GRAPH_FILE, GRAPH_RECORD = 'graph.json', 'graph_record.json'
 GRAPH_FORMAT = '1'    # bump when the graph file changes meaning: a build then rebuilds
 GRAPH_SOURCES = {'aan': 'aan_acl_metadata', 'openalex': 'openalex_sample', 'demo': None}   # source -> its folder in the data folder
+SOURCE_ID_KEY = {'aan': 'acl'}   # the source id a source's readers write (00d: AAN records carry 'acl' ids); others use the source's name
 
 def graph_to_json(graph: ScholarlyGraph) -> dict:
     "A ScholarlyGraph as plain JSON: nodes by type, edges as [src type, relation, dst type, [[src, dst, attrs], …]]."
@@ -70,19 +72,13 @@ def graph_sources(aan=None, openalex=None, demo: bool = False) -> dict:
     if not out: raise ValueError('no graph source given: name at least one of --aan DIR, --openalex DIR, --demo')
     return out
 
-def _file_hash(path) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''): h.update(block)
-    return h.hexdigest()
-
 def _inputs_of(sources: dict) -> dict:
     "{source: {file: hash}} of what a build reads (the demo corpus: its folder's files)."
     from scholarqa.datasets import DATASETS, demo_dir
     out = {}
     for name, d in sorted(sources.items()):
-        if name == 'demo': out[name] = {f.name: _file_hash(f) for f in sorted(demo_dir().iterdir()) if f.is_file()}
-        else: out[name] = {f: _file_hash(d / f) for f in DATASETS[name].files if (d / f).exists()}
+        if name == 'demo': out[name] = {f.name: file_hash(f) for f in sorted(demo_dir().iterdir()) if f.is_file()}
+        else: out[name] = {f: file_hash(d / f) for f in DATASETS[name].files if (d / f).exists()}
     return out
 
 @writes('out')   # one writer at a time on the graph folder (00_doc)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..doc import blake2b_hex
 from ..kg.graphs import ScholarlyGraph
-from ..kg.academic import AcademicGraph, fold, name_tokens
+from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold, name_tokens
 from ..generate.answer import MethodOptionError, check_options, register_method
 
 # %% auto #0
@@ -327,7 +327,7 @@ def _node_attr(graph: AcademicGraph, type: str, id: str, name: str):
     a = graph.nodes[type][id]
     if name == 'source_id':       # the id the paper has in the source it came from
         ids = a.get('source_ids', {})
-        return ids.get({'aan': 'acl'}.get(a.get('source'), a.get('source'))) or next(iter(ids.values()), None)
+        return ids.get(SOURCE_ID_KEY.get(a.get('source'), a.get('source'))) or next(iter(ids.values()), None)
     return a.get(name)
 
 def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
@@ -651,7 +651,7 @@ def gold_values(sg: ScholarlyGraph, intent: str, start: dict) -> list[str]:
     if intent == 'paper_citations': return [str(P[p]['cited_by_count'])] if P[p].get('cited_by_count') is not None else []
     if intent == 'paper_identifier':
         ids = P[p].get('source_ids', {})
-        x = ids.get({'aan': 'acl'}.get(P[p].get('source'), P[p].get('source'))) or next(iter(ids.values()), None)
+        x = ids.get(SOURCE_ID_KEY.get(P[p].get('source'), P[p].get('source'))) or next(iter(ids.values()), None)
         return [str(x)] if x else []
     if intent == 'paper_authors': return sorted({A[x]['name'] for x in authors_of(p)})
     if intent == 'paper_venue': return sorted({V[x]['name'] for x in venues_of(p)})
