@@ -668,6 +668,9 @@ def main(argv=None) -> int:
     try: return args.func(args)
     except MissingExtra as e: print(e, file=sys.stderr); return 2
     except FolderBusy as e: print(f'scholarqa: {e}', file=sys.stderr); return 3
+    except BrokenPipeError:   # the reader stopped early (`| head`): no traceback; 141 = 128 + SIGPIPE, as a shell tool ends
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # so the flush at exit does not raise again
+        return 141
     finally:
         if before is None: os.environ.pop('SCHOLARQA_LOCK_WAIT', None)
         else: os.environ['SCHOLARQA_LOCK_WAIT'] = before

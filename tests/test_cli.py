@@ -64,6 +64,17 @@ def test_generator_is_an_alias_of_backend():
     assert p.parse_args(['ask', 'i', 'q', '--generator', 'extractive']).backend == 'extractive'
     assert p.parse_args(['ask', 'i', 'q', '--backend', 'openai']).backend == 'openai'
 
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    "`scholarqa … | head -c 10`: when the reader has closed the pipe, the command ends quietly with 141 (128 + SIGPIPE)."
+    r_fd, w_fd = os.pipe()
+    os.close(r_fd)                                     # the reader is gone before the command writes anything
+    p = subprocess.Popen([sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()', 'ingest', str(DEMO),
+                          '--out', str(tmp_path / 'c'), '--json'], stdout=w_fd, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    os.close(w_fd)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 141 and 'Traceback' not in err, err
+    assert (tmp_path / 'c' / 'manifest.json').exists()   # the work itself was done and kept
+
 @pytest.mark.slow
 def test_pip_install_without_extras_in_a_fresh_venv(tmp_path):
     "`pip install .` (no extras) into an empty virtual environment: --help, ingest, and kg build naming its extra."
