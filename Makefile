@@ -42,12 +42,14 @@ import-check: setup
 nbdev-test: setup
 	$(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '.*_experiment'
 
-# fails, naming file, row and column, when a committed CI table no longer matches what the code computes
+# fails, naming file, row and column, when a committed CI table no longer matches what the code computes; two notebooks at
+# a time (a check ignores timing columns; `make reproduce`, which writes the timings, runs one at a time)
 outputs-check: setup
-	$(PY) tools/run_notebooks.py --params ci --check
+	$(PY) tools/run_notebooks.py --params ci --check --jobs 2
 
+# two workers (pytest-xdist), a test file each at a time: a file's module fixtures are built once
 pytest: setup
-	$(BIN)/pytest -q -p no:cacheprovider tests
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile tests
 
 ## the main job: every notebook through papermill with its CI parameters on the demo corpus → outputs/
 reproduce: setup

@@ -18,14 +18,18 @@ def tally(request):
 
 
 @pytest.fixture(scope='session')
-def unarxive_index(tmp_path_factory):
-    "The unArXive sample indexed as `scholarqa index` does it (paragraph chunks with headers, MiniLM, flat FAISS), built once."
+def unarxive_index(tmp_path_factory, request):
+    """The unArXive sample indexed as `scholarqa index` does it (paragraph chunks with headers, MiniLM, flat FAISS), built once.
+    Under pytest-xdist (`make test` runs two workers) the folder is shared by the workers: `build_index` holds the folder's
+    writer lock through its check-then-build, so the first worker builds and the second finds it current (a no-op update)."""
     from scholarqa.datasets import load_dataset, DatasetUnavailable
     from scholarqa.retrieval.dense import Encoder
     from scholarqa.retrieval.store import build_index
     try: ux = load_dataset('unarxive')
     except DatasetUnavailable as e: pytest.skip(str(e))
-    root = tmp_path_factory.mktemp('unarxive_index')
+    worker = getattr(request.config, 'workerinput', None)          # set on xdist workers only
+    if worker is None: root = tmp_path_factory.mktemp('unarxive_index')
+    else: root = tmp_path_factory.getbasetemp().parent / 'unarxive_index'   # the run's base folder, shared by its workers
     store = build_index(ux.papers, root / 'index', encoder=Encoder(progress=False, cache_dir=root / 'index' / 'embeddings'))
     return store, ux
 

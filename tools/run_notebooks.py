@@ -6,16 +6,22 @@ parameter file names. An experiment notebook without a parameter file for this k
 
 --check (what `make test` runs): each notebook writes into a temporary folder instead, and its tables and figures are
 compared with the committed `out_dir` by `scholarqa.measure.compare_outputs` (timing columns loosely, every other cell
-exactly); any difference fails the run, naming the file, row and column. The committed outputs are not touched."""
+exactly); any difference fails the run, naming the file, row and column. The committed outputs are not touched.
+
+--jobs N (only with --check): N notebooks at a time. A check ignores timing columns, so sharing the cores changes nothing it
+compares; a run that writes outputs measures, and measures alone, one notebook at a time."""
 import argparse, json, os, subprocess, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
 ap.add_argument('--params', choices=['ci', 'full'], default='ci')
 ap.add_argument('--check', action='store_true', help='run into a temporary folder and compare with the committed outputs')
+ap.add_argument('--jobs', type=int, default=1, help='notebooks run at once (with --check only)')
 ap.add_argument('notebooks', nargs='*', help='notebook stems to run (default: every experiment notebook)')
 args = ap.parse_args()
+if args.jobs < 1 or (args.jobs > 1 and not args.check): ap.error('--jobs N > 1 needs --check: runs that write outputs measure, and measure alone')
 
 def has_parameters(nb: Path) -> bool:
     return any('parameters' in c.get('metadata', {}).get('tags', []) for c in json.loads(nb.read_text(encoding='utf-8'))['cells'])
@@ -30,26 +36,42 @@ if args.notebooks and len(nbs) != len(set(args.notebooks)): sys.exit(f'not exper
 runs = root / 'outputs' / 'runs'
 runs.mkdir(parents=True, exist_ok=True)
 failed, stale = [], []
-for nb in nbs:
+
+def run_one(nb: Path):
+    "Run one notebook; returns (notebook, log lines to print, failed?, stale?). Nothing is printed here, so parallel logs do not interleave."
     params = root / 'params' / f'{nb.stem}.{args.params}.yaml'
-    if not params.exists():
-        print(f'{nb.name}: missing {params.relative_to(root)}', file=sys.stderr); failed.append(nb.name); continue
+    if not params.exists(): return nb, [f'{nb.name}: missing {params.relative_to(root)}'], True, False
     t0 = time.time()
     cmd = [str(Path(sys.executable).parent / 'papermill'), str(nb), str(runs / f'{nb.stem}.{args.params}.ipynb'),
            '-f', str(params), '--cwd', str(root / 'nbs'), '-k', 'python3', '--no-progress-bar']
     if args.check:
         fresh = Path(tempfile.mkdtemp(prefix=f'{nb.stem}-'))
         cmd += ['-p', 'out_dir', str(fresh)]
-    r = subprocess.run(cmd, env={**os.environ, 'SCHOLARQA_NOTEBOOK': str(nb)})
-    print(f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s', flush=True)
-    if r.returncode: failed.append(nb.name); continue
-    if args.check:
-        from scholarqa.measure import compare_outputs
-        committed = out_dir_of(params)
-        diffs = compare_outputs(committed, fresh)
-        for d in diffs: print(f'  {committed.relative_to(root)}/{d}', flush=True)
-        if diffs: stale.append(nb.name)
-        else: print(f'  {committed.relative_to(root)}: every table and figure matches the fresh run', flush=True)
+    r = subprocess.run(cmd, env={**os.environ, 'SCHOLARQA_NOTEBOOK': str(nb)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = [f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s']
+    if r.returncode: return nb, [r.stdout[-6000:]] + log, True, False
+    if not args.check: return nb, log, False, False
+    from scholarqa.measure import compare_outputs
+    committed = out_dir_of(params)
+    diffs = compare_outputs(committed, fresh)
+    log += [f'  {committed.relative_to(root)}/{d}' for d in diffs] or \
+           [f'  {committed.relative_to(root)}: every table and figure matches the fresh run']
+    return nb, log, False, bool(diffs)
+
+def last_wall_time(nb: Path) -> float:
+    "Seconds the committed run records of this notebook (at this size) took: the order in which --jobs starts them."
+    params = root / 'params' / f'{nb.stem}.{args.params}.yaml'
+    if not params.exists(): return 0.0
+    recs = (json.loads(f.read_text(encoding='utf-8')) for f in out_dir_of(params).glob('run_record*.json'))
+    return sum(r.get('wall_time_s') or 0 for r in recs if r.get('source', {}).get('path') == f'nbs/{nb.name}')
+
+# the slowest first, so that with --jobs 2 a long notebook does not start last and run on alone
+slow_first = sorted(nbs, key=last_wall_time, reverse=True)
+with ThreadPoolExecutor(args.jobs) as pool:
+    for nb, log, bad, differs in pool.map(run_one, slow_first if args.jobs > 1 else nbs):
+        print('\n'.join(log), flush=True)
+        if bad: failed.append(nb.name)
+        if differs: stale.append(nb.name)
 if failed: sys.exit(f'failed: {", ".join(failed)}')
 if stale: sys.exit(f'committed outputs differ from what the code computes: {", ".join(stale)} '
                    f'(regenerate them with `make reproduce` and commit, or fix the code)')
