@@ -5,17 +5,19 @@ is gated by the query's sparse relevance and by the dense relevance between neig
 
 # %% ../../nbs/07_cgrag.ipynb #d3763edc
 from __future__ import annotations
-import math, re
+import json, math, random, re, time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from ..doc import iter_sections
+from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
 from ..retrieval.base import Chunk, chunk_index_text
 
 # %% auto #0
-__all__ = ['XREF', 'EDGE_KINDS', 'DELTA_FLOOR', 'cross_refs', 'ChunkGraph', 'chunk_order', 'citation_pairs', 'proxy_pairs',
-           'build_chunk_graph', 'query_delta', 'with_self_loops', 'new_lesegr', 'fusion_scores']
+__all__ = ['XREF', 'EDGE_KINDS', 'DELTA_FLOOR', 'LESEGR_RECORD', 'cross_refs', 'ChunkGraph', 'chunk_order', 'citation_pairs',
+           'proxy_pairs', 'build_chunk_graph', 'query_delta', 'with_self_loops', 'new_lesegr', 'fusion_scores',
+           'candidate_subgraph', 'first_stage', 'subgraph_loss', 'train_lesegr', 'load_lesegr']
 
 # %% ../../nbs/07_cgrag.ipynb #5e71d011
 _XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'          # a whole word: a space (or ~) before the number
@@ -203,7 +205,7 @@ def _lesegr_classes():
             self.config = {'dim': dim, 'layers': layers, 'heads': heads, 'alpha_hidden': alpha_hidden}
             self.alpha = nn.Sequential(nn.Linear(dim, alpha_hidden), nn.ReLU(), nn.Linear(alpha_hidden, 1))
             self.layers = nn.ModuleList(LeSeGRLayer(dim, heads) for _ in range(layers))
-            self.logit_scale = nn.Parameter(torch.tensor(math.log(20.0)))   # a temperature for training; ranks do not depend on it
+            self.logit_scale = nn.Parameter(torch.tensor(math.log(4.0)))    # a temperature for training; ranks do not depend on it
 
         def gates(self, c, delta, edge_index):
             "δ_src · α_{dst,src} per edge, α = 1 on self loops."
@@ -238,3 +240,96 @@ def new_lesegr(dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: in
 def fusion_scores(q: np.ndarray, vecs: np.ndarray, delta: np.ndarray, layers: int) -> np.ndarray:
     "What LeSeGR reduces to without edges (Proposition 4.1): δ^K · (q · c) per chunk."
     return delta.astype(np.float64) ** layers * (vecs.astype(np.float64) @ q.astype(np.float64))
+
+# %% ../../nbs/07_cgrag.ipynb #04fcad5b
+def candidate_subgraph(graph: ChunkGraph, seeds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "(node rows, local src, local dst): `seeds` plus every chunk with an edge into a seed, and the edges among those nodes."
+    seeds = np.unique(np.asarray(seeds, dtype=np.int64))
+    into = np.isin(graph.dst, seeds)
+    nodes = np.unique(np.concatenate([seeds, graph.src[into]]))
+    keep = np.isin(graph.src, nodes) & np.isin(graph.dst, nodes)
+    local = {int(r): i for i, r in enumerate(nodes)}
+    to_local = np.vectorize(local.__getitem__, otypes=[np.int64])
+    s, d = graph.src[keep], graph.dst[keep]
+    return nodes, (to_local(s) if len(s) else s), (to_local(d) if len(d) else d)
+
+def first_stage(q_vec: np.ndarray, sparse: np.ndarray, vecs: np.ndarray, n: int) -> np.ndarray:
+    "Rows of the top-n chunks by dense score and the top-n by sparse score (those with a positive one), as one set."
+    dense = np.argsort(-(vecs @ q_vec), kind='stable')[:n]
+    pos = np.flatnonzero(sparse > 0)
+    sp = pos[np.argsort(-sparse[pos], kind='stable')[:n]]
+    return np.unique(np.concatenate([dense, sp]))
+
+def _subgraph_scores(model, graph: ChunkGraph, vecs, q_vec, sparse, n_candidates: int, floor: float = DELTA_FLOOR):
+    "(node rows, their scores as a torch tensor) for one question."
+    import torch
+    nodes, s, d = candidate_subgraph(graph, first_stage(q_vec, sparse, vecs, n_candidates))
+    delta = query_delta(sparse[nodes], floor)
+    ei = with_self_loops(s, d, len(nodes))
+    return nodes, model.scores(torch.from_numpy(q_vec), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), ei)
+
+# %% ../../nbs/07_cgrag.ipynb #06fee2bd
+LESEGR_RECORD = 'lesegr.json'
+
+def subgraph_loss(model, scores, gold: list):
+    """Cross-entropy of the gold nodes among a subgraph's scores. The scores are standardised first (minus their mean, over
+    their spread): a chunk's entangled vector averages many gated neighbours, so raw scores differ by thousandths, and a
+    softmax over them would be flat whatever the ranking. Standardising changes no ranking; the learned temperature scales it."""
+    import torch
+    z = (scores - scores.mean()) / (scores.std() + 1e-8) if len(scores) > 1 else scores * 0
+    logits = model.logit_scale.exp() * z
+    return torch.logsumexp(logits, 0) - torch.logsumexp(logits[gold], 0)
+
+@writes('out_dir')       # one writer at a time on the model folder (00_doc)
+def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
+                 questions: list,              # [(question text, {gold chunk ids})]
+                 q_vecs: np.ndarray,           # the questions' dense vectors, same order
+                 out_dir, epochs: int = 3, lr: float = 1e-3, weight_decay: float = 0.01,
+                 layers: int = 2, heads: int = 4, alpha_hidden: int = 64, n_candidates: int = 30, seed: int = 0) -> dict:
+    "Train LeSeGR on `questions` and write the model folder atomically; returns the training record."
+    import torch, shutil, os
+    out = Path(out_dir)
+    t0 = time.perf_counter()
+    vecs = np.asarray(vecs, dtype=np.float32)
+    row = {cid: i for i, cid in enumerate(graph.ids)}
+    items = []
+    for (text, gold), qv in zip(questions, np.asarray(q_vecs, dtype=np.float32)):
+        sparse = bm25.scores(text).astype(np.float32) if bm25 is not None else np.zeros(len(vecs), np.float32)
+        nodes, s, d = candidate_subgraph(graph, first_stage(qv, sparse, vecs, n_candidates))
+        g = [i for i, r in enumerate(nodes) if graph.ids[r] in gold]
+        if g: items.append((qv, nodes, s, d, query_delta(sparse[nodes]), g))
+    skipped = len(questions) - len(items)
+    model = new_lesegr(vecs.shape[1], layers, heads, alpha_hidden, seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    rng, losses = random.Random(seed), []
+    for _ in range(epochs):
+        order = list(range(len(items))); rng.shuffle(order); tot = 0.0
+        for k in order:
+            qv, nodes, s, d, delta, g = items[k]
+            sc = model.scores(torch.from_numpy(qv), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), with_self_loops(s, d, len(nodes)))
+            loss = subgraph_loss(model, sc, g)
+            opt.zero_grad(); loss.backward(); opt.step(); tot += float(loss.detach())
+        losses.append(round(tot / max(len(items), 1), 5))
+    rec = {'kind': 'scholarqa.lesegr', 'config': model.config, 'seed': seed, 'epochs': epochs, 'lr': lr,
+           'weight_decay': weight_decay, 'n_candidates': n_candidates, 'delta_floor': DELTA_FLOOR,
+           'questions': len(questions), 'trained_on': len(items), 'skipped_gold_outside_subgraph': skipped,
+           'losses': losses, 'graph': {'chunks': len(graph), **graph.counts(), **graph.info},
+           'seconds': round(time.perf_counter() - t0, 1)}
+    tmp = out.with_name(f'.{out.name}.tmp-{os.getpid()}')
+    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    try:
+        torch.save(model.state_dict(), tmp / 'lesegr.pt')
+        atomic_write_json(tmp / LESEGR_RECORD, rec)
+        replace_dir(tmp, out)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return rec
+
+def load_lesegr(path):
+    "(model, record) from a folder `train_lesegr` wrote; a clear error for anything else."
+    import torch
+    p = settled(Path(path))
+    if not (p / LESEGR_RECORD).is_file(): raise FileNotFoundError(f'{path}: not a LeSeGR model folder (no {LESEGR_RECORD}); train one first')
+    rec = json.loads((p / LESEGR_RECORD).read_text(encoding='utf-8'))
+    model = _lesegr_classes()[1](**rec['config'])
+    model.load_state_dict(torch.load(p / 'lesegr.pt', map_location='cpu', weights_only=True))
+    return model.eval(), rec
