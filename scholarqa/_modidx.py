@@ -843,6 +843,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                          'scholarqa.methods.cgrag.new_lesegr': ('cgrag.html#new_lesegr', 'scholarqa/methods/cgrag.py'),
                                          'scholarqa.methods.cgrag.proxy_pairs': ('cgrag.html#proxy_pairs', 'scholarqa/methods/cgrag.py'),
                                          'scholarqa.methods.cgrag.query_delta': ('cgrag.html#query_delta', 'scholarqa/methods/cgrag.py'),
+                                         'scholarqa.methods.cgrag.question_subgraph': ( 'cgrag.html#question_subgraph',
+                                                                                        'scholarqa/methods/cgrag.py'),
                                          'scholarqa.methods.cgrag.subgraph_loss': ( 'cgrag.html#subgraph_loss',
                                                                                     'scholarqa/methods/cgrag.py'),
                                          'scholarqa.methods.cgrag.train_lesegr': ('cgrag.html#train_lesegr', 'scholarqa/methods/cgrag.py'),

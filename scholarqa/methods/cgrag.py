@@ -17,7 +17,7 @@ from ..retrieval.base import Chunk, chunk_index_text
 # %% auto #0
 __all__ = ['XREF', 'EDGE_KINDS', 'DELTA_FLOOR', 'LESEGR_RECORD', 'cross_refs', 'ChunkGraph', 'chunk_order', 'citation_pairs',
            'proxy_pairs', 'build_chunk_graph', 'query_delta', 'with_self_loops', 'new_lesegr', 'fusion_scores',
-           'candidate_subgraph', 'first_stage', 'subgraph_loss', 'train_lesegr', 'load_lesegr']
+           'candidate_subgraph', 'first_stage', 'question_subgraph', 'subgraph_loss', 'train_lesegr', 'load_lesegr']
 
 # %% ../../nbs/07_cgrag.ipynb #5e71d011
 _XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'          # a whole word: a space (or ~) before the number
@@ -224,11 +224,11 @@ def _lesegr_classes():
     return LeSeGRLayer, LeSeGR
 
 def with_self_loops(src, dst, n: int):
-    "The edge index (2, E + n) of src → dst plus one self loop per node, as a torch long tensor."
+    "The edge index (2, E + n) of src → dst plus one self loop per node (torch-geometric's `add_self_loops`)."
     import torch
-    s = np.concatenate([np.asarray(src, dtype=np.int64), np.arange(n)])
-    d = np.concatenate([np.asarray(dst, dtype=np.int64), np.arange(n)])
-    return torch.from_numpy(np.stack([s, d]))
+    from torch_geometric.utils import add_self_loops
+    ei = torch.from_numpy(np.stack([np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)]))
+    return add_self_loops(ei, num_nodes=n)[0]
 
 def new_lesegr(dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64, seed: int = 0):
     "A LeSeGR model with its weights drawn from `seed`."
@@ -260,15 +260,18 @@ def first_stage(q_vec: np.ndarray, sparse: np.ndarray, vecs: np.ndarray, n: int)
     sp = pos[np.argsort(-sparse[pos], kind='stable')[:n]]
     return np.unique(np.concatenate([dense, sp]))
 
+def question_subgraph(graph: ChunkGraph, vecs, q_vec, sparse, n_candidates: int, floor: float = DELTA_FLOOR) -> tuple:
+    "(node rows, edge index with self loops, δ of the nodes) of one question's candidate subgraph."
+    nodes, s, d = candidate_subgraph(graph, first_stage(q_vec, sparse, vecs, n_candidates))
+    return nodes, with_self_loops(s, d, len(nodes)), query_delta(sparse[nodes], floor)
+
 def _subgraph_scores(model, graph: ChunkGraph, vecs, q_vec, sparse, n_candidates: int, floor: float = DELTA_FLOOR):
     "(node rows, their scores as a torch tensor) for one question."
     import torch
-    nodes, s, d = candidate_subgraph(graph, first_stage(q_vec, sparse, vecs, n_candidates))
-    delta = query_delta(sparse[nodes], floor)
-    ei = with_self_loops(s, d, len(nodes))
+    nodes, ei, delta = question_subgraph(graph, vecs, q_vec, sparse, n_candidates, floor)
     return nodes, model.scores(torch.from_numpy(q_vec), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), ei)
 
-# %% ../../nbs/07_cgrag.ipynb #06fee2bd
+# %% ../../nbs/07_cgrag.ipynb #0e989e8e
 LESEGR_RECORD = 'lesegr.json'
 
 def subgraph_loss(model, scores, gold: list):
@@ -295,9 +298,9 @@ def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
     items = []
     for (text, gold), qv in zip(questions, np.asarray(q_vecs, dtype=np.float32)):
         sparse = bm25.scores(text).astype(np.float32) if bm25 is not None else np.zeros(len(vecs), np.float32)
-        nodes, s, d = candidate_subgraph(graph, first_stage(qv, sparse, vecs, n_candidates))
+        nodes, ei, delta = question_subgraph(graph, vecs, qv, sparse, n_candidates)
         g = [i for i, r in enumerate(nodes) if graph.ids[r] in gold]
-        if g: items.append((qv, nodes, s, d, query_delta(sparse[nodes]), g))
+        if g: items.append((qv, nodes, ei, delta, g))
     skipped = len(questions) - len(items)
     model = new_lesegr(vecs.shape[1], layers, heads, alpha_hidden, seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -305,8 +308,8 @@ def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
     for _ in range(epochs):
         order = list(range(len(items))); rng.shuffle(order); tot = 0.0
         for k in order:
-            qv, nodes, s, d, delta, g = items[k]
-            sc = model.scores(torch.from_numpy(qv), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), with_self_loops(s, d, len(nodes)))
+            qv, nodes, ei, delta, g = items[k]
+            sc = model.scores(torch.from_numpy(qv), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), ei)
             loss = subgraph_loss(model, sc, g)
             opt.zero_grad(); loss.backward(); opt.step(); tot += float(loss.detach())
         losses.append(round(tot / max(len(items), 1), 5))
