@@ -230,6 +230,8 @@ def _add_search(sub) -> None:
     s.add_argument('-k', type=int, default=10, help='number of hits (default 10)')
     s.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
                    help='a registered retriever: %(choices)s (default hybrid: min-max score fusion of BM25 and dense)')
+    s.add_argument('--model', default=None, metavar='MODEL', help='the trained model folder of a --retriever that reads one '
+                   '(multichannel, lesegr); default: the one inside INDEX_DIR')
     _add_rerank_flags(s)
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
     s.set_defaults(func=_search_cmd)
@@ -303,7 +305,7 @@ def _search_cmd(args) -> int:
     if args.k < 1: print('scholarqa search: -k must be at least 1', file=sys.stderr); return 2
     try: store = store_mod.IndexStore.load(args.index)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2
-    try: ret = store.retriever(args.retriever)
+    try: ret = store.retriever(args.retriever, **({} if args.model is None else {'model': args.model}))
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2   # e.g. a model it needs is absent
     reranker, err = _load_reranker(args, 'search')
     if err: print(err, file=sys.stderr); return 2
@@ -460,7 +462,6 @@ def _ask_cmd(args) -> int:
     print(f"  ({res['backend']}: {res['model']})")
     return strict_fail
 
-
 # %% ../nbs/10_cli.ipynb #mc000002
 def _add_multichannel(sub) -> None:
     p = sub.add_parser('multichannel', help='the multi-channel paper retriever: fine-tuned encoder + citation GCN + RRF (seed 001)',
@@ -554,6 +555,59 @@ def _mc_query_cmd(args) -> int:
         print(f"{i:>3}. {r['title'][:90]}  [{r['paper_id']}]  rrf {r['score']:.4f}  ({ranks})")
     return 0
 
+# %% ../nbs/10_cli.ipynb #cg000002
+def _add_cgrag(sub) -> None:
+    p = sub.add_parser('cgrag', help="CG-RAG's chunk citation graph and its LeSeGR retriever (seed 003)",
+                       description="Train LeSeGR over an index's chunk graph; serve it with `search --retriever lesegr`.")
+    cs = p.add_subparsers(dest='cg_command', metavar='CG_COMMAND')
+    t = cs.add_parser('train', help="build INDEX_DIR's chunk graph and train LeSeGR on questions or pseudo-queries")
+    t.add_argument('index', metavar='INDEX_DIR')
+    g = t.add_mutually_exclusive_group()
+    g.add_argument('--questions', metavar='FILE.jsonl', default=None,
+                   help='training questions, one JSON object a line: "question" and "gold_chunks" (chunk ids) or "gold_papers" (paper ids)')
+    g.add_argument('--pseudo', type=int, default=None, metavar='N',
+                   help="N inverse-cloze pseudo-queries from the index's corpus (the default, with N = 500)")
+    t.add_argument('--out', default=None, metavar='MODEL', help='model folder (default INDEX_DIR/lesegr, where `search --retriever lesegr` looks)')
+    t.add_argument('--inter', default='both', choices=('citation', 'proxy', 'both', 'none'),
+                   help='inter-paper edges: resolved citations, nearest-paper proxies, both (default) or none')
+    t.add_argument('--top-n', type=int, default=4, help='chunks of a linked paper each chunk takes in (default 4, the seed\'s n)')
+    t.add_argument('--epochs', type=int, default=3, help='passes over the training questions (default 3)')
+    t.add_argument('--layers', type=int, default=2, help='LeSeGR layers (default 2)')
+    t.add_argument('--seed', type=int, default=0, help='pseudo-query and training seed (default 0)')
+    t.add_argument('--json', action='store_true', help='print the training record as JSON')
+    _wait_flag(t)
+    t.set_defaults(func=_cg_train_cmd)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+def _cg_train_cmd(args) -> int:
+    cg = need('scholarqa.methods.cgrag', 'graph,index,embed', 'cgrag')
+    store_mod = need('scholarqa.retrieval.store', 'index,embed', 'cgrag')
+    err = lambda m: (print(f'scholarqa cgrag train: {m}', file=sys.stderr), 2)[1]
+    for flag, v in (('--epochs', args.epochs), ('--layers', args.layers), ('--top-n', args.top_n), ('--pseudo', args.pseudo)):
+        if v is not None and v < 1: return err(f'{flag} must be at least 1')
+    try: store = store_mod.IndexStore.load(args.index)
+    except (FileNotFoundError, ValueError) as e: return err(e)
+    bad = []
+    try:
+        if args.questions is not None: qs, bad = cg.read_training_questions(args.questions, store.chunks)
+        else: qs = cg.pseudo_questions(store, args.pseudo or 500, seed=args.seed)
+    except (OSError, UnicodeDecodeError) as e: return err(f'cannot read {args.questions}: {e}')
+    except ValueError as e: return err(e)                        # e.g. pseudo-queries from an index that does not know its corpus
+    for b in bad: print(f'scholarqa cgrag train: skipped {b}', file=sys.stderr)
+    if not qs: return err('no usable training question')
+    out = Path(args.out) if args.out else Path(args.index) / cg.LESEGR_DIR
+    try: rec = cg.train_on_index(store, out, qs, top_n=args.top_n, inter=args.inter, epochs=args.epochs, layers=args.layers, seed=args.seed)
+    except ModuleNotFoundError as e:
+        raise MissingExtra(f"scholarqa cgrag: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[graph,index,embed]'") from e
+    if args.json: print(json.dumps({**rec, 'out': str(out), 'skipped_lines': bad}, ensure_ascii=False))
+    else:
+        gr = rec['graph']
+        edges = ', '.join(f'{k} {gr[k]}' for k in ('adjacent', 'crossref', 'citation', 'proxy'))
+        print(f"{gr['chunks']} chunks, edges {edges}; "
+              f"trained on {rec['trained_on']} of {rec['questions']} questions ({rec['skipped_gold_outside_subgraph']} with their gold outside "
+              f"their subgraph), loss {' -> '.join(map(str, rec['losses']))}, {rec['seconds']} s; model in {out}")
+    return 1 if bad else 0
+
 # %% ../nbs/10_cli.ipynb #rr000002
 def _add_rerank(sub) -> None:
     p = sub.add_parser('rerank', help='train the cross-encoder reranker used by search/ask --rerank',
@@ -646,7 +700,8 @@ def _ask_graph_cmd(args) -> int:
     return 3 if args.strict and any(s != 'ok' for s in statuses) else 0
 
 # %% ../nbs/10_cli.ipynb #70f5a69a
-SUBCOMMANDS = [_add_ingest, _add_kg, _add_graph, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel, _add_rerank]
+SUBCOMMANDS = [_add_ingest, _add_kg, _add_graph, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel, _add_cgrag,
+               _add_rerank]
 
 def build_parser() -> argparse.ArgumentParser:
     "The `scholarqa` parser with every subcommand (none of them imports an optional package here)."

@@ -12,12 +12,14 @@ from pathlib import Path
 import numpy as np
 
 from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
-from ..retrieval.base import Chunk, chunk_index_text
+from ..retrieval.base import Chunk, Hit, Retriever, chunk_index_text, register_retriever
 
 # %% auto #0
-__all__ = ['XREF', 'EDGE_KINDS', 'DELTA_FLOOR', 'LESEGR_RECORD', 'cross_refs', 'ChunkGraph', 'chunk_order', 'citation_pairs',
-           'proxy_pairs', 'build_chunk_graph', 'query_delta', 'with_self_loops', 'new_lesegr', 'fusion_scores',
-           'candidate_subgraph', 'first_stage', 'question_subgraph', 'subgraph_loss', 'train_lesegr', 'load_lesegr']
+__all__ = ['XREF', 'EDGE_KINDS', 'DELTA_FLOOR', 'GRAPH_FILE', 'VECTORS_FILE', 'LESEGR_RECORD', 'LESEGR_DIR', 'cross_refs',
+           'ChunkGraph', 'chunk_order', 'citation_pairs', 'proxy_pairs', 'build_chunk_graph', 'query_delta',
+           'with_self_loops', 'new_lesegr', 'model_from_config', 'fusion_scores', 'candidate_subgraph', 'first_stage',
+           'question_subgraph', 'save_graph', 'load_graph', 'subgraph_loss', 'train_lesegr', 'load_lesegr',
+           'index_chunk_graph', 'read_training_questions', 'pseudo_questions', 'train_on_index', 'LeSeGRRetriever']
 
 # %% ../../nbs/07_cgrag.ipynb #5e71d011
 _XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'          # a whole word: a space (or ~) before the number
@@ -178,7 +180,7 @@ def _lesegr_classes():
     "The torch classes, built on first use so that importing this module needs neither torch nor torch-geometric."
     import torch
     from torch import nn
-    from torch_geometric.nn import MessagePassing
+    from torch_geometric.nn import GCNConv, MessagePassing
     from torch_geometric.utils import softmax as edge_softmax
 
     class LeSeGRLayer(MessagePassing):
@@ -200,9 +202,12 @@ def _lesegr_classes():
 
     class LeSeGR(nn.Module):
         "Layers of LeSeGRLayer sharing one α network; `scores` ranks the chunks of a (sub)graph for one query."
-        def __init__(self, dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64):
+        def __init__(self, dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64,
+                     use_delta: bool = True, use_alpha: bool = True):      # False: that factor of the gate is 1 (ablations)
             super().__init__()
-            self.config = {'dim': dim, 'layers': layers, 'heads': heads, 'alpha_hidden': alpha_hidden}
+            self.config = {'model': 'lesegr', 'dim': dim, 'layers': layers, 'heads': heads, 'alpha_hidden': alpha_hidden,
+                           'use_delta': use_delta, 'use_alpha': use_alpha}
+            self.use_delta, self.use_alpha = use_delta, use_alpha
             self.alpha = nn.Sequential(nn.Linear(dim, alpha_hidden), nn.ReLU(), nn.Linear(alpha_hidden, 1))
             self.layers = nn.ModuleList(LeSeGRLayer(dim, heads) for _ in range(layers))
             self.logit_scale = nn.Parameter(torch.tensor(math.log(4.0)))    # a temperature for training; ranks do not depend on it
@@ -210,8 +215,9 @@ def _lesegr_classes():
         def gates(self, c, delta, edge_index):
             "δ_src · α_{dst,src} per edge, α = 1 on self loops."
             src, dst = edge_index
-            a = torch.sigmoid(self.alpha(c[dst] - c[src])).squeeze(-1)
-            return delta[src] * torch.where(src == dst, torch.ones_like(a), a)
+            a = torch.sigmoid(self.alpha(c[dst] - c[src])).squeeze(-1) if self.use_alpha else torch.ones(len(src))
+            d = delta[src] if self.use_delta else torch.ones_like(a)
+            return d * torch.where(src == dst, torch.ones_like(a), a)
 
         def forward(self, c, delta, edge_index):
             "The entangled representations H of every node: (n, dim)."
@@ -221,7 +227,22 @@ def _lesegr_classes():
 
         def scores(self, q, c, delta, edge_index): return self(c, delta, edge_index) @ q
 
-    return LeSeGRLayer, LeSeGR
+    class GCNRanker(nn.Module):
+        "The graph baseline: torch-geometric's GCNConv layers, each added to its input; the query never enters message passing."
+        def __init__(self, dim: int = 384, layers: int = 2):
+            super().__init__()
+            self.config = {'model': 'gcn', 'dim': dim, 'layers': layers}
+            self.convs = nn.ModuleList(GCNConv(dim, dim, add_self_loops=False) for _ in range(layers))   # the index has them
+            self.logit_scale = nn.Parameter(torch.tensor(math.log(4.0)))
+
+        def forward(self, c, delta, edge_index):
+            h = c
+            for conv in self.convs: h = h + conv(h, edge_index)
+            return h
+
+        def scores(self, q, c, delta, edge_index): return self(c, delta, edge_index) @ q
+
+    return LeSeGRLayer, LeSeGR, GCNRanker
 
 def with_self_loops(src, dst, n: int):
     "The edge index (2, E + n) of src → dst plus one self loop per node (torch-geometric's `add_self_loops`)."
@@ -230,11 +251,22 @@ def with_self_loops(src, dst, n: int):
     ei = torch.from_numpy(np.stack([np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)]))
     return add_self_loops(ei, num_nodes=n)[0]
 
-def new_lesegr(dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64, seed: int = 0):
-    "A LeSeGR model with its weights drawn from `seed`."
+def new_lesegr(dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64, seed: int = 0,
+               model: str = 'lesegr',                           # 'lesegr' | 'gcn' (the graph baseline)
+               use_delta: bool = True, use_alpha: bool = True):
+    "A LeSeGR model (or the GCN baseline) with its weights drawn from `seed`."
     import torch
     torch.manual_seed(seed)
-    return _lesegr_classes()[1](dim, layers, heads, alpha_hidden)
+    _, LeSeGR, GCNRanker = _lesegr_classes()
+    if model == 'gcn': return GCNRanker(dim, layers)
+    if model != 'lesegr': raise ValueError(f"model={model!r}: use 'lesegr' or 'gcn'")
+    return LeSeGR(dim, layers, heads, alpha_hidden, use_delta, use_alpha)
+
+def model_from_config(config: dict):
+    "An untrained model of the shape a saved record's `config` describes."
+    _, LeSeGR, GCNRanker = _lesegr_classes()
+    cfg = {k: v for k, v in config.items() if k != 'model'}
+    return GCNRanker(**cfg) if config.get('model') == 'gcn' else LeSeGR(**cfg)
 
 # %% ../../nbs/07_cgrag.ipynb #6969e3ff
 def fusion_scores(q: np.ndarray, vecs: np.ndarray, delta: np.ndarray, layers: int) -> np.ndarray:
@@ -271,6 +303,20 @@ def _subgraph_scores(model, graph: ChunkGraph, vecs, q_vec, sparse, n_candidates
     nodes, ei, delta = question_subgraph(graph, vecs, q_vec, sparse, n_candidates, floor)
     return nodes, model.scores(torch.from_numpy(q_vec), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), ei)
 
+# %% ../../nbs/07_cgrag.ipynb #5e1a0c02
+GRAPH_FILE, VECTORS_FILE = 'graph.npz', 'vectors.npy'
+
+def save_graph(graph: ChunkGraph, path) -> None:
+    "Write a chunk graph to one .npz file (the caller writes it inside a temporary folder that it then swaps into place)."
+    np.savez(path, ids=np.asarray(graph.ids, dtype=str), paper_of=np.asarray(graph.paper_of, dtype=str), src=graph.src,
+             dst=graph.dst, kind=graph.kind, weight=graph.weight, info=np.asarray(json.dumps(graph.info)))
+
+def load_graph(path) -> ChunkGraph:
+    "The chunk graph `save_graph` wrote."
+    with np.load(path, allow_pickle=False) as z:
+        return ChunkGraph(z['ids'].tolist(), z['paper_of'].tolist(), z['src'], z['dst'], z['kind'], z['weight'],
+                          json.loads(str(z['info'])))
+
 # %% ../../nbs/07_cgrag.ipynb #0e989e8e
 LESEGR_RECORD = 'lesegr.json'
 
@@ -288,13 +334,13 @@ def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
                  questions: list,              # [(question text, {gold chunk ids})]
                  q_vecs: np.ndarray,           # the questions' dense vectors, same order
                  out_dir, epochs: int = 3, lr: float = 1e-3, weight_decay: float = 0.01,
-                 layers: int = 2, heads: int = 4, alpha_hidden: int = 64, n_candidates: int = 30, seed: int = 0) -> dict:
+                 layers: int = 2, heads: int = 4, alpha_hidden: int = 64, n_candidates: int = 30, seed: int = 0,
+                 **model_opts) -> dict:                  # for `new_lesegr`: model='gcn', use_delta=False, use_alpha=False
     "Train LeSeGR on `questions` and write the model folder atomically; returns the training record."
     import torch, shutil, os
     out = Path(out_dir)
     t0 = time.perf_counter()
     vecs = np.asarray(vecs, dtype=np.float32)
-    row = {cid: i for i, cid in enumerate(graph.ids)}
     items = []
     for (text, gold), qv in zip(questions, np.asarray(q_vecs, dtype=np.float32)):
         sparse = bm25.scores(text).astype(np.float32) if bm25 is not None else np.zeros(len(vecs), np.float32)
@@ -302,7 +348,7 @@ def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
         g = [i for i, r in enumerate(nodes) if graph.ids[r] in gold]
         if g: items.append((qv, nodes, ei, delta, g))
     skipped = len(questions) - len(items)
-    model = new_lesegr(vecs.shape[1], layers, heads, alpha_hidden, seed)
+    model = new_lesegr(vecs.shape[1], layers, heads, alpha_hidden, seed, **model_opts)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     rng, losses = random.Random(seed), []
     for _ in range(epochs):
@@ -322,6 +368,8 @@ def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
     try:
         torch.save(model.state_dict(), tmp / 'lesegr.pt')
+        save_graph(graph, tmp / GRAPH_FILE)
+        np.save(tmp / VECTORS_FILE, vecs)
         atomic_write_json(tmp / LESEGR_RECORD, rec)
         replace_dir(tmp, out)
     finally: shutil.rmtree(tmp, ignore_errors=True)
@@ -333,6 +381,102 @@ def load_lesegr(path):
     p = settled(Path(path))
     if not (p / LESEGR_RECORD).is_file(): raise FileNotFoundError(f'{path}: not a LeSeGR model folder (no {LESEGR_RECORD}); train one first')
     rec = json.loads((p / LESEGR_RECORD).read_text(encoding='utf-8'))
-    model = _lesegr_classes()[1](**rec['config'])
+    model = model_from_config(rec['config'])
     model.load_state_dict(torch.load(p / 'lesegr.pt', map_location='cpu', weights_only=True))
     return model.eval(), rec
+
+# %% ../../nbs/07_cgrag.ipynb #5e1a0c05
+def index_chunk_graph(store, top_n: int = 4, inter: str = 'both', proxy_k: int = 3,
+                      papers=None) -> tuple:          # the index's papers; None: reloaded from the corpus it was built from
+    "(chunk graph, chunk vectors) over an index's chunks; the papers give section numbers and citations when known."
+    if papers is None:
+        try: papers = store.papers()
+        except ValueError: papers = []                   # the index does not know its corpus: no numbering, no citations
+    vecs = np.asarray(store.encoder.encode_chunks(store.chunks), dtype=np.float32)
+    graph = build_chunk_graph(papers, store.chunks, vecs, store.bm25(), top_n=top_n, inter=inter, proxy_k=proxy_k)
+    graph.info['papers_known'] = bool(papers)
+    return graph, vecs
+
+def read_training_questions(path, chunks) -> tuple[list, list]:
+    """([(question, {gold chunk ids})], [error per unusable line]) from a JSONL file: each line has "question" and either
+    "gold_chunks" (chunk ids of the index) or "gold_papers" (paper ids: all their chunks are gold)."""
+    have = {c.id for c in chunks}
+    of_paper = {}
+    for c in chunks: of_paper.setdefault(c.paper_id, set()).add(c.id)
+    out, bad = [], []
+    for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
+        if not line.strip(): continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict) or not isinstance(rec.get('question'), str) or not rec['question'].strip():
+                raise ValueError('no non-empty "question" string')
+            gold = set(rec.get('gold_chunks') or []) & have
+            for p in rec.get('gold_papers') or []: gold |= of_paper.get(str(p), set())
+            if not gold: raise ValueError('none of its "gold_chunks" / "gold_papers" is in the index')
+            out.append((rec['question'], gold))
+        except (ValueError, TypeError) as e: bad.append(f'{path}, line {n}: {e}')
+    return out, bad
+
+def pseudo_questions(store, n: int, seed: int = 0, papers=None) -> list:
+    "[(sentence, {gold chunk ids})]: inverse-cloze pseudo-queries from the index's corpus; gold = the index chunks holding the paragraph."
+    from scholarqa.retrieval.adapt import ict_examples
+    holding = {}
+    for c in store.chunks:
+        for pid in (c.paragraph_ids or [c.id]): holding.setdefault(pid, set()).add(c.id)
+    return [(e.query, holding[e.paragraph_id]) for e in ict_examples(store.papers() if papers is None else papers, store.encoder.tokenizer, n=n, seed=seed)
+            if e.paragraph_id in holding]
+
+def train_on_index(store, out_dir, questions: list, top_n: int = 4, inter: str = 'both', papers=None, **train) -> dict:
+    "Build the index's chunk graph, encode `questions` [(text, gold ids)], train LeSeGR and write the model folder."
+    graph, vecs = index_chunk_graph(store, top_n=top_n, inter=inter, papers=papers)
+    q_vecs = np.asarray(store.encoder.encode([q for q, _ in questions], use_cache=False), dtype=np.float32)
+    return train_lesegr(graph, vecs, store.bm25(), questions, q_vecs, out_dir, **train)
+
+# %% ../../nbs/07_cgrag.ipynb #5e1a0c06
+class LeSeGRRetriever(Retriever):
+    "A trained LeSeGR folder serving an index: each question ranks its own candidate subgraph; hits carry LeSeGR scores."
+    name = 'lesegr'
+    def __init__(self, model_dir, chunks: list[Chunk], bm25, query_encoder):
+        p = Path(model_dir)
+        self.model, self.record = load_lesegr(p)
+        if not (p / GRAPH_FILE).is_file() or not (p / VECTORS_FILE).is_file():
+            raise FileNotFoundError(f'{model_dir}: a LeSeGR folder without its {GRAPH_FILE} and {VECTORS_FILE} (written by an older '
+                                    'version): train it again')
+        self.graph, self.vecs = load_graph(p / GRAPH_FILE), np.load(p / VECTORS_FILE)
+        by_id = {c.id: c for c in chunks}
+        differ = len(set(by_id) ^ set(self.graph.ids))
+        if differ:
+            raise ValueError(f'{model_dir} was trained over other chunks than this index holds ({differ} chunk ids are in only one '
+                             f'of them): train it again with `scholarqa cgrag train INDEX --out {model_dir}`')
+        self.chunks = [by_id[i] for i in self.graph.ids]      # graph rows, whatever order the index keeps
+        self.bm25, self.qenc = bm25, query_encoder
+        self.n_candidates, self.floor = self.record['n_candidates'], self.record['delta_floor']
+        row = {cid: i for i, cid in enumerate(self.graph.ids)}
+        rows = np.asarray([row[c.id] for c in bm25.chunks], dtype=np.int64)     # BM25's rows in graph order
+        self._rows = None if np.array_equal(rows, np.arange(len(rows))) else rows
+
+    def sparse(self, query: str) -> np.ndarray:
+        "BM25 scores of every chunk in graph-row order."
+        s = np.asarray(self.bm25.scores(query), dtype=np.float32)
+        if self._rows is None: return s
+        out = np.zeros(len(self.graph), np.float32); out[self._rows] = s
+        return out
+
+    def retrieve(self, query: str, k: int = 10) -> list[Hit]:
+        import torch
+        q = np.asarray(self.qenc.encode([query]), dtype=np.float32)[0]
+        with torch.no_grad():
+            nodes, sc = _subgraph_scores(self.model, self.graph, self.vecs, q, self.sparse(query), self.n_candidates, self.floor)
+        sc = sc.numpy()
+        return [Hit(self.chunks[nodes[i]], float(sc[i]), self.name) for i in np.argsort(-sc, kind='stable')[:k]]
+
+LESEGR_DIR = 'lesegr'       # where `scholarqa cgrag train` puts the model inside an index unless told otherwise
+
+@register_retriever('lesegr', 'chunks ranked by LeSeGR on a candidate subgraph of the chunk citation graph (seed 003); '
+                    'needs INDEX/lesegr (or --model) from `scholarqa cgrag train`')
+def _store_lesegr(store, model=None) -> LeSeGRRetriever:
+    path = Path(model) if model is not None else Path(store.path) / LESEGR_DIR
+    if not (path / LESEGR_RECORD).is_file():
+        raise FileNotFoundError(f'{path} holds no LeSeGR model: train one with `scholarqa cgrag train {store.path} --pseudo 500'
+                                f'{"" if model is None else f" --out {path}"}`')
+    return LeSeGRRetriever(path, store.chunks, store.bm25(), store.query_encoder())

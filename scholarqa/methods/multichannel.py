@@ -675,10 +675,10 @@ class PaperChunkRetriever(Retriever):
 
 @register_retriever('multichannel', 'papers ranked by RRF of a fine-tuned encoder and a citation GCN (seed 001), each as its first chunk; '
                     'needs INDEX/multichannel from `scholarqa multichannel train`')
-def _store_multichannel(store) -> PaperChunkRetriever:
-    path = Path(store.path) / 'multichannel'
+def _store_multichannel(store, model=None) -> PaperChunkRetriever:
+    path = Path(model) if model is not None else Path(store.path) / 'multichannel'
     if not (path / MODEL_MARKER).exists():
-        raise FileNotFoundError(f'{store.path} has no multichannel model: train one with `scholarqa multichannel train '
+        raise FileNotFoundError(f'{store.path if model is None else path} has no multichannel model: train one with `scholarqa multichannel train '
                                 f'--dataset CORPUS_DIR --out {path} --no-holdout` (CORPUS_DIR: the corpus this index was built from)')
     model = MultiChannelModel.load(path)
     if not set(model.ids) & {c.paper_id for c in store.chunks}:

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/02g_store.ipynb #5d16c040
 from __future__ import annotations
-import json, shutil, tempfile, time, warnings
+import inspect, json, shutil, tempfile, time, warnings
 from pathlib import Path
 
 import numpy as np
@@ -144,10 +144,15 @@ def bm25(self: IndexStore) -> BM25Index:
     return self._bm25
 
 @patch
-def retriever(self: IndexStore, name: str = 'hybrid') -> Retriever:
+def retriever(self: IndexStore, name: str = 'hybrid',
+              **options) -> Retriever:    # for the retriever's builder, e.g. model= (a trained model folder) for those that read one
     "The retriever registered as `name` (`RETRIEVERS`, 02_retrieval), built over this index."
     if name not in RETRIEVERS: raise ValueError(f"unknown retriever {name!r}: choose from {', '.join(RETRIEVERS)}")
-    return RETRIEVERS[name](self)
+    build = RETRIEVERS[name]
+    takes = inspect.signature(build).parameters
+    extra = [k for k in options if k not in takes]
+    if extra: raise ValueError(f"retriever {name!r} takes no option {', '.join(extra)} (it reads no trained model)")
+    return build(self, **options)
 
 register_retriever('bm25', 'BM25 over the chunks')(IndexStore.bm25)
 register_retriever('dense', 'MiniLM vectors in FAISS (exact by default)')(IndexStore.dense)
