@@ -150,6 +150,22 @@ sqa:kind a owl:DatatypeProperty ; rdfs:domain doco:Paragraph ;
 sqa:citesReference a owl:ObjectProperty ; rdfs:domain doco:Paragraph ; rdfs:range biro:BibliographicReference ;
     rdfs:label "cites reference" ; rdfs:comment "An in-text citation: the paragraph cites this bibliographic reference of its paper." .
 
+# ---- CG-RAG's chunk graph (07_cgrag) --------------------------------------------------------------------------------
+sqa:Chunk a owl:Class ;
+    rdfs:label "Chunk" ; rdfs:comment "A retrievable passage that is not exactly one paragraph (a fixed-size, recursive or semantic chunk); a paragraph chunk is its doco:Paragraph." .
+sqa:startsIn a owl:ObjectProperty , owl:FunctionalProperty ; rdfs:domain sqa:Chunk ; rdfs:range doco:Paragraph ;
+    rdfs:label "starts in" ; rdfs:comment "The paragraph in which the chunk's text begins." .
+sqa:chunkContext a owl:ObjectProperty ;
+    rdfs:label "chunk context" ; rdfs:comment "An edge of CG-RAG's chunk graph: the subject passage takes in the object passage's vector during message passing (LeSeGR)." .
+sqa:adjacentContext a owl:ObjectProperty ; rdfs:subPropertyOf sqa:chunkContext ;
+    rdfs:label "adjacent context" ; rdfs:comment "The object is the passage just before the subject in the same paper." .
+sqa:crossrefContext a owl:ObjectProperty ; rdfs:subPropertyOf sqa:chunkContext ;
+    rdfs:label "cross-reference context" ; rdfs:comment "The subject names the object's section, table, figure or appendix (Section 3, Table 2) in its own paper." .
+sqa:citationContext a owl:ObjectProperty ; rdfs:subPropertyOf sqa:chunkContext ;
+    rdfs:label "citation context" ; rdfs:comment "The object is among the passages most relevant to the subject in a paper that the subject's paper cites or is cited by." .
+sqa:proxyContext a owl:ObjectProperty ; rdfs:subPropertyOf sqa:chunkContext ;
+    rdfs:label "proxy context" ; rdfs:comment "As citation context, but the two papers are linked by a stated stand-in for a citation (nearest papers by their passages' mean vector), not by a citation." .
+
 # ---- bibliographic records ------------------------------------------------------------------------------------------
 sqa:Venue a owl:Class ;
     rdfs:label "Venue" ; rdfs:comment "Where a paper was published: a journal, a conference or workshop series, a preprint server." .

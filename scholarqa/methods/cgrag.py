@@ -15,11 +15,12 @@ from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
 from ..retrieval.base import Chunk, Hit, Retriever, chunk_index_text, register_retriever
 
 # %% auto #0
-__all__ = ['XREF', 'EDGE_KINDS', 'DELTA_FLOOR', 'GRAPH_FILE', 'VECTORS_FILE', 'LESEGR_RECORD', 'LESEGR_DIR', 'cross_refs',
-           'ChunkGraph', 'chunk_order', 'citation_pairs', 'proxy_pairs', 'build_chunk_graph', 'query_delta',
-           'with_self_loops', 'new_lesegr', 'model_from_config', 'fusion_scores', 'candidate_subgraph', 'first_stage',
-           'question_subgraph', 'save_graph', 'load_graph', 'subgraph_loss', 'train_lesegr', 'load_lesegr',
-           'index_chunk_graph', 'read_training_questions', 'pseudo_questions', 'train_on_index', 'LeSeGRRetriever']
+__all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE', 'VECTORS_FILE', 'LESEGR_RECORD', 'LESEGR_DIR',
+           'cross_refs', 'ChunkGraph', 'chunk_order', 'citation_pairs', 'proxy_pairs', 'build_chunk_graph', 'chunk_iri',
+           'chunk_graph_to_rdf', 'query_delta', 'with_self_loops', 'new_lesegr', 'model_from_config', 'fusion_scores',
+           'candidate_subgraph', 'first_stage', 'question_subgraph', 'save_graph', 'load_graph', 'subgraph_loss',
+           'train_lesegr', 'load_lesegr', 'index_chunk_graph', 'read_training_questions', 'pseudo_questions',
+           'train_on_index', 'LeSeGRRetriever']
 
 # %% ../../nbs/07_cgrag.ipynb #5e71d011
 _XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'          # a whole word: a space (or ~) before the number
@@ -165,6 +166,33 @@ def build_chunk_graph(papers, chunks: list[Chunk], vecs: np.ndarray,
                       np.asarray([EDGE_KINDS.index(e[2]) for e in uniq], dtype=np.int8), arr(3, np.float32),
                       {'top_n': top_n, 'inter': inter, 'proxy_k': proxy_k, 'directions': directions,
                        'citation_pairs': len(cites), 'proxy_pairs': len(prox)})
+
+# %% ../../nbs/07_cgrag.ipynb #rdf07002
+CONTEXT_PROPERTY = {'adjacent': 'adjacentContext', 'crossref': 'crossrefContext', 'citation': 'citationContext', 'proxy': 'proxyContext'}
+
+def chunk_iri(c: Chunk):
+    "A paragraph chunk's paragraph IRI (01_kg); any other chunk's own IRI under its paper."
+    from urllib.parse import quote
+    from rdflib import URIRef
+    from scholarqa.kg.rdf import paper_iri, paragraph_iri
+    if c.paragraph_start == c.paragraph_end and c.sentence_span is None and c.paragraph_ids in ([], [c.id]):
+        return paragraph_iri(c.paper_id, c.section_path, c.paragraph_start)
+    return URIRef(f'{paper_iri(c.paper_id)}/chunk/{quote(c.id, safe="")}')
+
+def chunk_graph_to_rdf(graph: ChunkGraph, chunks: list[Chunk], dataset=None):
+    "The chunk graph's edges as triples in the named graph …/graph/chunks of `dataset` (01_kg's), or in a new graph; returns it."
+    from rdflib import RDF, Graph, URIRef
+    from scholarqa.kg.rdf import BASE, SQA, bind_prefixes, paragraph_iri
+    if [c.id for c in chunks] != list(graph.ids): raise ValueError('chunks must be the graph\'s rows, in order')
+    out = dataset.graph(URIRef(f'{BASE}graph/chunks')) if dataset is not None else bind_prefixes(Graph())
+    out.remove((None, None, None))
+    iris = [chunk_iri(c) for c in chunks]
+    for c, iri in zip(chunks, iris):
+        if (iri, None, None) not in out and '/chunk/' in str(iri):
+            out.add((iri, RDF.type, SQA.Chunk)); out.add((iri, SQA.startsIn, paragraph_iri(c.paper_id, c.section_path, c.paragraph_start)))
+    for s, d, k in zip(graph.src, graph.dst, graph.kind):
+        out.add((iris[d], SQA[CONTEXT_PROPERTY[EDGE_KINDS[k]]], iris[s]))
+    return out
 
 # %% ../../nbs/07_cgrag.ipynb #23d1206d
 DELTA_FLOOR = 0.1
@@ -437,7 +465,7 @@ class LeSeGRRetriever(Retriever):
     "A trained LeSeGR folder serving an index: each question ranks its own candidate subgraph; hits carry LeSeGR scores."
     name = 'lesegr'
     def __init__(self, model_dir, chunks: list[Chunk], bm25, query_encoder):
-        p = Path(model_dir)
+        self.model_dir = p = Path(model_dir)
         self.model, self.record = load_lesegr(p)
         if not (p / GRAPH_FILE).is_file() or not (p / VECTORS_FILE).is_file():
             raise FileNotFoundError(f'{model_dir}: a LeSeGR folder without its {GRAPH_FILE} and {VECTORS_FILE} (written by an older '
