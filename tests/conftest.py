@@ -18,23 +18,6 @@ def tally(request):
 
 
 @pytest.fixture(scope='session')
-def unarxive_index(tmp_path_factory, request):
-    """The unArXive sample indexed as `scholarqa index` does it (paragraph chunks with headers, MiniLM, flat FAISS), built once.
-    Under pytest-xdist (`make test` runs two workers) the folder is shared by the workers: `build_index` holds the folder's
-    writer lock through its check-then-build, so the first worker builds and the second finds it current (a no-op update)."""
-    from scholarqa.datasets import load_dataset, DatasetUnavailable
-    from scholarqa.retrieval.dense import Encoder
-    from scholarqa.retrieval.store import build_index
-    try: ux = load_dataset('unarxive')
-    except DatasetUnavailable as e: pytest.skip(str(e))
-    worker = getattr(request.config, 'workerinput', None)          # set on xdist workers only
-    if worker is None: root = tmp_path_factory.mktemp('unarxive_index')
-    else: root = tmp_path_factory.getbasetemp().parent / 'unarxive_index'   # the run's base folder, shared by its workers
-    store = build_index(ux.papers, root / 'index', encoder=Encoder(progress=False, cache_dir=root / 'index' / 'embeddings'))
-    return store, ux
-
-
-@pytest.fixture(scope='session')
 def variant_papers():
     "write(folder, n, tag): n Markdown papers made from the demo papers, each a paper of its own by one added sentence; returns their paths."
     from scholarqa.datasets import demo_dir
@@ -48,3 +31,37 @@ def variant_papers():
             paths.append(d / f'{tag}{i:03d}.md'); paths[-1].write_text(txt, encoding='utf-8')
         return paths
     return write
+
+
+@pytest.fixture(scope='session')
+def demo_cli_copy(tmp_path_factory, request):
+    """copy(dest, corpus='corpus', index='index') -> (dest, report): a private copy of the demo corpus as `scholarqa ingest`
+    writes it and its index as `scholarqa index --json` builds it (report: that command's JSON). The two commands run once
+    per test run; under pytest-xdist the workers share the build (a file lock: the first builds, the others wait and copy).
+    Each caller gets its own copy, with the index pointing at the copied corpus, so a test may write into it freely."""
+    import shutil, subprocess, sys
+    from pathlib import Path
+    from filelock import FileLock
+    from scholarqa.datasets import demo_dir
+    worker = getattr(request.config, 'workerinput', None)
+    root = tmp_path_factory.mktemp('demo_cli') if worker is None else tmp_path_factory.getbasetemp().parent / 'demo_cli'
+    root.mkdir(parents=True, exist_ok=True)
+    exe = Path(sys.executable).parent / 'scholarqa'
+    with FileLock(str(root) + '.lock'):
+        if not (root / 'index_report.json').exists():
+            for cmd in (['ingest', demo_dir(), '--out', root / 'corpus', '--json'], ['index', root / 'corpus', '--out', root / 'index', '--json']):
+                r = subprocess.run([str(exe), *map(str, cmd)], capture_output=True, text=True, timeout=1800)
+                assert r.returncode == 0, r.stderr[-2000:]
+            (root / 'index_report.tmp').write_text(r.stdout.strip().splitlines()[-1], encoding='utf-8')
+            (root / 'index_report.tmp').replace(root / 'index_report.json')
+    report = json.loads((root / 'index_report.json').read_text(encoding='utf-8'))
+
+    def copy(dest, corpus: str = 'corpus', index: str = 'index'):
+        dest = Path(dest)
+        shutil.copytree(root / 'corpus', dest / corpus)
+        shutil.copytree(root / 'index', dest / index)
+        meta = json.loads((dest / index / 'meta.json').read_text(encoding='utf-8'))
+        meta['corpus_dir'] = str((dest / corpus).resolve())
+        (dest / index / 'meta.json').write_text(json.dumps(meta, ensure_ascii=False), encoding='utf-8')
+        return dest, report
+    return copy

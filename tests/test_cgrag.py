@@ -11,7 +11,6 @@ from scholarqa.methods.cgrag import (build_chunk_graph, candidate_subgraph, fusi
 from scholarqa.retrieval.base import Chunk
 
 SQ = str(Path(sys.executable).parent / 'scholarqa')
-DEMO = Path(__file__).resolve().parents[1] / 'data' / 'demo'
 
 
 def run(*args):
@@ -20,12 +19,8 @@ def run(*args):
 
 
 @pytest.fixture(scope='module')
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp('cgrag')
-    for cmd in (['ingest', DEMO, '--out', root / 'corpus'], ['index', root / 'corpus', '--out', root / 'index']):
-        code, _, err = run(*cmd)
-        assert code == 0, err[-2000:]
-    return root
+def index(tmp_path_factory, demo_cli_copy):
+    return demo_cli_copy(tmp_path_factory.mktemp('cgrag'))[0]       # `scholarqa ingest` + `index` on the demo (tests/conftest.py)
 
 
 def test_train_then_search_json(index):
@@ -76,7 +71,7 @@ def _chunk(pid, i, para):
 
 def test_one_chunk_papers_and_a_chunk_without_neighbours():
     """Papers of one chunk have no adjacency; without inter-paper edges such a chunk has no neighbour, its subgraph is itself,
-    and LeSeGR scores it by the fusion it reduces to (δ^K · q·c): defined, not a division by zero, even with δ at its floor."""
+    and LeSeGR scores it by the fusion it reduces to ((1 + δ)^K · q·c): defined, not a division by zero, even with δ at its floor."""
     rng = np.random.default_rng(0)
     chunks = [_chunk('A', 0, 0), _chunk('A', 1, 1), _chunk('B', 0, 0), _chunk('C', 0, 0)]
     vecs = rng.normal(size=(4, 8)).astype(np.float32); vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)

@@ -144,14 +144,9 @@ def test_parse_yesno():
 
 
 @pytest.fixture(scope='module')
-def demo_index(tmp_path_factory):
+def demo_index(tmp_path_factory, demo_cli_copy):
     if not HAS_INDEX: pytest.skip('scholarqa.retrieval.store is not exported yet')
-    d = tmp_path_factory.mktemp('ask')
-    r = scholarqa('ingest', demo_dir(), '--out', d / 'corpus', '--json')
-    assert r.returncode == 0, r.stderr[-2000:]
-    r = scholarqa('index', d / 'corpus', '--out', d / 'index', '--json')
-    assert r.returncode == 0, r.stderr[-2000:]
-    return d / 'index'
+    return demo_cli_copy(tmp_path_factory.mktemp('ask'))[0] / 'index'     # `scholarqa ingest` + `index` (tests/conftest.py)
 
 
 def test_ask_extractive_json_on_demo(demo_index):

@@ -224,21 +224,6 @@ def test_questions_do_not_copy_their_paragraphs(questions):
     assert np.mean(single) < 0.5 and max(single) < 0.9
 
 
-# ---------------------------------------------------------------- the acceptance check, through the index folder
-
-def test_unarxive_index_folder_hybrid_hit5_on_heldout(unarxive_index):
-    "What `scholarqa index` + `scholarqa search --retriever hybrid` do, on the held-out single-paragraph questions."
-    store, ux = unarxive_index                                      # tests/conftest.py: build_index with the CLI's defaults
-    qs = load_eval_questions(QUESTIONS, kind='single', split='heldout')
-    qrels = question_qrels(qs, ux.papers)
-    assert store.meta['chunker'] == 'paragraph' and store.meta['chunker_opts'] == {'context_header': True}
-    runs = {name: {q['id']: [h.chunk.id for h in store.retriever(name).retrieve(q['question'], 5)] for q in qs}
-            for name in ('hybrid', 'rrf')}
-    hit5 = {name: np.mean([bool(set(run[q]) & qrels[q]) for q in run]) for name, run in runs.items()}
-    assert len(qs) >= 80 and hit5['hybrid'] >= 0.80, hit5
-    assert hit5['hybrid'] >= hit5['rrf'], hit5
-
-
 # ---------------------------------------------------------------- the second, unseen question file (04_structrag's acceptance check)
 
 FRESH = QUESTIONS.parent / 'unarxive_questions_fresh.jsonl'

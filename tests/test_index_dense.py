@@ -130,13 +130,9 @@ def test_dense_retriever_finds_a_paragraph_from_its_own_text(st_model, demo):
 
 
 @pytest.fixture(scope='module')
-def demo_index(tmp_path_factory):
-    root = tmp_path_factory.mktemp('cli')
-    r = scholarqa('ingest', demo_dir(), '--out', root / 'corpus', '--json')
-    assert r.returncode == 0, r.stderr[-2000:]
-    r = scholarqa('index', root / 'corpus', '--out', root / 'index', '--json')
-    assert r.returncode == 0, r.stderr[-2000:]
-    return root, json.loads(r.stdout.strip().splitlines()[-1])
+def demo_index(tmp_path_factory, demo_cli_copy):
+    "The demo corpus and index as `scholarqa ingest` / `scholarqa index --json` write them (tests/conftest.py), and the index report."
+    return demo_cli_copy(tmp_path_factory.mktemp('cli'))
 
 
 def test_cli_index_then_search_json_points_at_real_paragraphs(demo_index):

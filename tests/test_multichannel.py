@@ -110,13 +110,10 @@ def test_oag_aqa_folder_through_the_loader(tmp_path):
     assert sum(len(v) for v in task.queries.values()) == 3
 
 
-def test_serving_an_index_as_a_registered_retriever(tmp_path):
+def test_serving_an_index_as_a_registered_retriever(tmp_path, demo_cli_copy):
     "ingest → index → train with nothing held out into INDEX/multichannel → `search --retriever multichannel`."
     sq = str(Path(sys.executable).parent / 'scholarqa')
-    demo = Path(__file__).resolve().parents[1] / 'data' / 'demo'
-    for cmd in (['ingest', demo, '--out', tmp_path / 'corpus'], ['index', tmp_path / 'corpus', '--out', tmp_path / 'index']):
-        r = subprocess.run([sq, *map(str, cmd)], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+    demo_cli_copy(tmp_path)                                          # `scholarqa ingest` + `index` on the demo (tests/conftest.py)
     r = subprocess.run([sq, 'search', str(tmp_path / 'index'), 'dense retrieval', '--retriever', 'multichannel'], capture_output=True, text=True)
     assert r.returncode == 2 and 'has no multichannel model' in r.stderr    # no model yet: a clear refusal, not a traceback
     code, _, err = _run('train', '--dataset', tmp_path / 'corpus', '--out', tmp_path / 'index' / 'multichannel', '--no-holdout',

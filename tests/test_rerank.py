@@ -44,12 +44,10 @@ def _run(*args, env=None):
     return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, env={**os.environ, **(env or {})})
 
 
-def test_cli_rerank_train_search_ask(tmp_path):
-    from scholarqa.datasets import demo_dir
+def test_cli_rerank_train_search_ask(tmp_path, demo_cli_copy):
     cache = tmp_path / 'cache'; cache.mkdir()
     env = {'SCHOLARQA_CACHE': str(cache)}
-    assert _run('ingest', demo_dir(), '--out', tmp_path / 'corpus').returncode == 0
-    assert _run('index', tmp_path / 'corpus', '--out', tmp_path / 'index').returncode == 0
+    demo_cli_copy(tmp_path)                                          # `scholarqa ingest` + `index` on the demo (tests/conftest.py)
     q = 'How are citation graphs used for retrieval?'
     r = _run('search', tmp_path / 'index', q, '--rerank', env=env)                 # no default model yet: a clear error
     assert r.returncode == 2 and 'scholarqa rerank train' in r.stderr

@@ -250,7 +250,7 @@ def _lesegr_classes():
         def forward(self, c, delta, edge_index):
             "The entangled representations H of every node: (n, dim)."
             gate, h = self.gates(c, delta, edge_index), c
-            for layer in self.layers: h = layer(h, gate, edge_index)
+            for layer in self.layers: h = h + layer(h, gate, edge_index)      # the skip connection
             return h
 
         def scores(self, q, c, delta, edge_index): return self(c, delta, edge_index) @ q
@@ -298,8 +298,8 @@ def model_from_config(config: dict):
 
 # %% ../../nbs/07_cgrag.ipynb #6969e3ff
 def fusion_scores(q: np.ndarray, vecs: np.ndarray, delta: np.ndarray, layers: int) -> np.ndarray:
-    "What LeSeGR reduces to without edges (Proposition 4.1): δ^K · (q · c) per chunk."
-    return delta.astype(np.float64) ** layers * (vecs.astype(np.float64) @ q.astype(np.float64))
+    "What LeSeGR reduces to without edges (Proposition 4.1): (1 + δ)^K · (q · c) per chunk."
+    return (1 + delta.astype(np.float64)) ** layers * (vecs.astype(np.float64) @ q.astype(np.float64))
 
 # %% ../../nbs/07_cgrag.ipynb #04fcad5b
 def candidate_subgraph(graph: ChunkGraph, seeds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
