@@ -448,11 +448,10 @@ def read_training_questions(path, chunks) -> tuple[list, list]:
 def pseudo_questions(store, n: int, seed: int = 0, papers=None) -> list:
     "[(sentence, {gold chunk ids})]: inverse-cloze pseudo-queries from the index's corpus; gold = the index chunks holding the paragraph."
     from scholarqa.retrieval.adapt import ict_examples
-    holding = {}
-    for c in store.chunks:
-        for pid in (c.paragraph_ids or [c.id]): holding.setdefault(pid, set()).add(c.id)
-    return [(e.query, holding[e.paragraph_id]) for e in ict_examples(store.papers() if papers is None else papers, store.encoder.tokenizer, n=n, seed=seed)
-            if e.paragraph_id in holding]
+    from scholarqa.evaluate import chunk_qrels
+    ex = ict_examples(store.papers() if papers is None else papers, store.encoder.tokenizer, n=n, seed=seed)
+    gold = chunk_qrels({i: {e.paragraph_id} for i, e in enumerate(ex)}, store.chunks)   # paragraph → the chunks overlapping it
+    return [(e.query, gold[i]) for i, e in enumerate(ex) if gold[i]]
 
 def train_on_index(store, out_dir, questions: list, top_n: int = 4, inter: str = 'both', papers=None, **train) -> dict:
     "Build the index's chunk graph, encode `questions` [(text, gold ids)], train LeSeGR and write the model folder."
