@@ -385,6 +385,8 @@ def _add_ask(sub) -> None:
     p.add_argument('--strict', action='store_true',
                    help='exit with status 3 unless the reply is a cited answer (status ok): empty, echoed, repetitive, uncited '
                         'or insufficient replies fail')
+    p.add_argument('--llm-planner', action='store_true',
+                   help='--method agentic: the --backend LLM chooses the question type (default: MiniLM prototypes)')
     p.set_defaults(func=_ask_cmd)
 
 def _backend_kwargs(args, store) -> dict:
@@ -399,6 +401,7 @@ def _backend_kwargs(args, store) -> dict:
 
 def _ask_cmd(args) -> int:
     if args.method == 'agentic' or (Path(args.index) / 'graph.json').is_file(): return _ask_graph_cmd(args)   # a graph folder (08_agentic)
+    if args.llm_planner: print('scholarqa ask: --llm-planner is an option of --method agentic (a graph folder)', file=sys.stderr); return 2
     store_mod = need('scholarqa.retrieval.store', 'index,embed,generate', 'ask')
     answer = need('scholarqa.generate.answer', 'index,embed,generate', 'ask')
     from scholarqa.generate.backends import BackendError, make_backend
@@ -682,7 +685,14 @@ def _ask_graph_cmd(args) -> int:
         print(f'scholarqa ask: {args.index} is a graph folder: only --method agentic reads it', file=sys.stderr); return 2
     qs, err = _one_or_batch(args, 'ask')
     if err: print(err, file=sys.stderr); return 2
-    try: method = make_method('agentic', academic.load_graph(args.index))
+    llm = None
+    if args.backend != 'extractive' or args.llm_planner:                  # an LLM writes the answer (and plans, if asked)
+        from scholarqa.generate.backends import BackendError, make_backend
+        if args.backend == 'extractive':
+            print('scholarqa ask: --llm-planner needs an LLM: --backend llama_cpp, openai or transformers', file=sys.stderr); return 2
+        try: llm = make_backend(args.backend, **_backend_kwargs(args, None))
+        except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
+    try: method = make_method('agentic', academic.load_graph(args.index), writer=llm, llm_planner=llm if args.llm_planner else None)
     except (OSError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     bad, statuses = 0, []
     for q in qs:

