@@ -143,7 +143,8 @@ def test_real_graph_rebuild_is_a_no_op_and_counts_hold(real_graph):
 def test_real_executor_equals_the_oracle_on_every_template_question(real_graph):
     "Executed from the gold start nodes, every plan gives exactly the oracle's answer (no planner involved: the executor alone)."
     from scholarqa.kg.academic import fold
-    from scholarqa.methods.agentic import INTENTS, execute, make_questions
+    from scholarqa.methods.agentic import INTENTS, execute
+    from scholarqa.methods.agentic_questions import make_questions
     g = real_graph[0]
     bad = []
     for source in ('aan', 'openalex'):

@@ -37,7 +37,8 @@ def test_recorded_echoes_and_loops_are_named():
 
 def test_every_flag_is_backed_by_the_reply_itself():
     # the cache grows with every full run, so no count is asserted: each flagged reply must show, by an independent test,
-    # what it is flagged for (an echo copies a run of its prompt; a loop repeats a three-word phrase), and most replies pass
+    # what it is flagged for (an echo copies a run of its prompt; a loop says one three-word phrase three times or more —
+    # a short reply can loop three times only, e.g. a title repeated), and most replies pass
     replies = [json.loads(f.read_text()) for f in CACHE.glob('*/llama_cpp/*/*.json')]
     replies = [d for d in replies if d['request'].get('kind') != 'json']
     flagged = 0
@@ -47,6 +48,6 @@ def test_every_flag_is_backed_by_the_reply_itself():
         if status == 'echo': assert shares_run(text, prompt, 5), text[:200]
         if status == 'repetitive':
             w = re.findall(r'\w+', text.lower()); grams = [tuple(w[i:i + 3]) for i in range(len(w) - 2)]
-            assert max(grams.count(g) for g in set(grams)) >= 4, text[:200]
+            assert max(grams.count(g) for g in set(grams)) >= 3, text[:200]
         flagged += status in ('echo', 'repetitive', 'empty')
     assert len(replies) > 300 and flagged < 0.2 * len(replies), (flagged, len(replies))

@@ -1,5 +1,6 @@
 """The package's floors, checked on its source: no import cycle, no module importing a floor above its own, no
-foundation importing a method, no method importing another, every module importable on its own, none over ~800 lines."""
+foundation importing a method, no method importing another (a method's parts, `methods.x_part`, count as the method),
+every module importable on its own, none over ~800 lines."""
 import ast, subprocess, sys
 from pathlib import Path
 import pytest
@@ -55,10 +56,23 @@ def test_no_module_imports_a_floor_above_it():
     bad = [(a, b) for a, deps in graph().items() for b in deps if floor(b) > floor(a)]
     assert not bad, f'imports that go up a floor: {bad}'
 
+def method_of(name: str) -> str:
+    "The method a module belongs to: `methods.agentic` and its parts `methods.agentic_<part>` are one method."
+    return name.split('.')[1].split('_')[0]
+
+def test_method_of():
+    assert method_of('methods.agentic_questions') == method_of('methods.agentic') != method_of('methods.cgrag')
+
 def test_no_foundation_imports_a_method_and_no_method_another():
     g = graph()
     assert not [(a, b) for a, d in g.items() for b in d if floor(a) <= FOUNDATION_TOP and b.startswith('methods')]
-    assert not [(a, b) for a, d in g.items() for b in d if a.startswith('methods.') and b.startswith('methods.')]
+    assert not [(a, b) for a, d in g.items() for b in d
+                if a.startswith('methods.') and b.startswith('methods.') and method_of(a) != method_of(b)]
+
+def test_a_method_part_is_not_imported_by_its_method():
+    "A part (`methods.x_part`) may import its method `methods.x`, never the other way: the method stands alone."
+    g = graph()
+    assert not [(a, b) for a, d in g.items() for b in d if a.startswith('methods.') and '_' not in a and '_' in b]
 
 def find_cycle(g: dict):
     "One import cycle as a list of modules, or None."

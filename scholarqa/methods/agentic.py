@@ -6,26 +6,22 @@ checks the answer's entities, relations and numbers against the graph facts it w
 
 # %% ../../nbs/08_agentic.ipynb #cb92e911
 from __future__ import annotations
-import hashlib, json, re, time, unicodedata
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from ..doc import blake2b_hex
-from ..kg.graphs import ScholarlyGraph
 from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold, name_tokens
 from ..generate.answer import MethodOptionError, check_options, register_method
 
 # %% auto #0
 __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PLAN_PROMPT', 'PHRASE_PROMPT',
-           'RETRY_NOTE', 'PHRASINGS', 'Mention', 'similar_titles', 'find_titles', 'names_compatible', 'link_author',
-           'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent', 'Plan',
-           'encode_query', 'Planner', 'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance',
-           'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'AgentAnswer', 'closest_labels',
-           'llm_phrase', 'AgenticGraphRAG', 'verbalise_facts', 'FactRAG', 'gold_values', 'score_answer',
-           'question_starts', 'make_questions', 'loosen_title', 'loose_questions', 'load_paraphrases', 'evaluate_agent']
+           'RETRY_NOTE', 'Mention', 'similar_titles', 'find_titles', 'names_compatible', 'link_author', 'find_authors',
+           'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner',
+           'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance', 'sufficiency', 'answer_claims',
+           'verify', 'join_values', 'phrase', 'AgentAnswer', 'closest_labels', 'llm_phrase', 'AgenticGraphRAG',
+           'verbalise_facts', 'FactRAG']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -682,184 +678,3 @@ class FactRAG:
         values = list(dict.fromkeys(v for i in idx for v in self.facts[i][1] if fold(v) not in q))
         return AgentAnswer(question, ' '.join(self.facts[i][0] for i in idx), values, None, None, [f'top {self.k} facts'], [], 0,
                            dict(_NO_CHECK), [[self.facts[i][0], 'retrieved', ''] for i in idx])
-
-# %% ../../nbs/08_agentic.ipynb #ace15295
-PHRASINGS = {   # question templates for evaluation (not the planner's prototypes); a title is written in quotes
-    'paper_year': ('In which year was "{paper}" published?', 'What year did "{paper}" appear?', 'When did "{paper}" come out?'),
-    'paper_citations': ('How many times has "{paper}" been cited?', 'What is the citation count of "{paper}"?', 'How often is "{paper}" cited?'),
-    'paper_identifier': ('What identifier does "{paper}" have in its source?', 'Give the source id of "{paper}".', 'Which id does the record of "{paper}" carry?'),
-    'paper_authors': ('Who are the authors of "{paper}"?', 'Who wrote the paper "{paper}"?', 'Which researchers authored "{paper}"?'),
-    'paper_venue': ('At which venue was "{paper}" published?', 'In what venue did "{paper}" appear?', 'Where did "{paper}" get published?'),
-    'author_papers': ('Which papers has {author} written?', 'List the papers authored by {author}.', 'What did {author} publish?'),
-    'author_year_papers': ('Which papers did {author} publish in {year}?', 'What did {author} write in {year}?', 'List the {year} papers of {author}.'),
-    'author_count': ('How many papers has {author} written?', 'How many publications does {author} have?', 'Count the papers of {author}.'),
-    'author_first_year': ('In which year did {author} publish their first paper?', 'When did {author} first publish?', 'What is the year of the earliest paper by {author}?'),
-    'author_last_year': ('In which year did {author} publish most recently?', 'When did {author} last publish a paper?', 'What is the year of the latest paper by {author}?'),
-    'author_top_venue': ('At which venue has {author} published the most papers?', 'Where does {author} publish most often?', 'Which venue has the most papers by {author}?'),
-    'author_venue_count': ('How many papers has {author} published at {venue}?', 'How many {venue} papers did {author} write?', 'Count the papers {author} published in {venue}.'),
-    'venue_year_count': ('How many papers were published at {venue} in {year}?', 'How many papers did {venue} publish in {year}?', 'Count the {venue} papers from {year}.'),
-    'author_coauthors': ('Who has written papers together with {author}?', 'Who are the co-authors of {author}?', 'With whom has {author} collaborated?'),
-    'author_venues': ('In which venues has {author} published?', 'Where has {author} published papers?', 'List the venues of the papers by {author}.'),
-    'first_author_papers': ('Which other papers did the first author of "{paper}" write?', 'What else has the lead author of "{paper}" published?', 'List the other papers by the first author of "{paper}".'),
-    'venue_coauthors': ('Who co-authored papers with {author} at {venue}?', 'Which co-authors did {author} have on {venue} papers?', 'With whom did {author} write papers for {venue}?'),
-}
-
-def gold_values(sg: ScholarlyGraph, intent: str, start: dict) -> list[str]:
-    "The answer of an intent read straight off the graph's relation tables: the oracle the agent is scored against."
-    P, A, V = sg.nodes.get('Paper', {}), sg.nodes.get('Author', {}), sg.nodes.get('Venue', {})
-    writes, pub = sg.relation('writes'), sg.relation('published_in')
-    papers_of = lambda a: {p for (x, p) in writes if x == a}
-    authors_of = lambda p: {x for (x, q) in writes if q == p}
-    venues_of = lambda p: {v for (q, v) in pub if q == p}
-    p, a, v, y = start.get('Paper'), start.get('Author'), start.get('Venue'), start.get('Year')
-    years = lambda: [P[q]['year'] for q in papers_of(a) if P[q].get('year')]
-    if intent == 'paper_year': return [str(P[p]['year'])] if P[p].get('year') else []
-    if intent == 'paper_citations': return [str(P[p]['cited_by_count'])] if P[p].get('cited_by_count') is not None else []
-    if intent == 'paper_identifier':
-        ids = P[p].get('source_ids', {})
-        x = ids.get(SOURCE_ID_KEY.get(P[p].get('source'), P[p].get('source'))) or next(iter(ids.values()), None)
-        return [str(x)] if x else []
-    if intent == 'paper_authors': return sorted({A[x]['name'] for x in authors_of(p)})
-    if intent == 'paper_venue': return sorted({V[x]['name'] for x in venues_of(p)})
-    if intent == 'author_papers': return sorted({P[q]['title'] for q in papers_of(a)})
-    if intent == 'author_year_papers': return sorted({P[q]['title'] for q in papers_of(a) if P[q].get('year') == y})
-    if intent == 'author_count': return [str(len(papers_of(a)))]
-    if intent == 'author_first_year': return [str(min(years()))] if years() else []
-    if intent == 'author_last_year': return [str(max(years()))] if years() else []
-    if intent == 'author_top_venue':
-        c = Counter(x for q in papers_of(a) for x in venues_of(q))
-        return sorted(V[x]['name'] for x, n in c.items() if n == max(c.values())) if c else []
-    if intent == 'author_venue_count': return [str(sum(v in venues_of(q) for q in papers_of(a)))]
-    if intent == 'venue_year_count': return [str(sum(1 for (q, x) in pub if x == v and P[q].get('year') == y))]
-    if intent == 'author_coauthors': return sorted({A[x]['name'] for q in papers_of(a) for x in authors_of(q)} - {A[a]['name']})
-    if intent == 'author_venues': return sorted({V[x]['name'] for q in papers_of(a) for x in venues_of(q)})
-    if intent == 'first_author_papers':
-        firsts = {x for (x, q), e in writes.items() if q == p and e.get('position') == 1}
-        return sorted({P[q]['title'] for x in firsts for q in papers_of(x)} - {P[p]['title']})
-    if intent == 'venue_coauthors': return sorted({A[x]['name'] for q in papers_of(a) if v in venues_of(q) for x in authors_of(q)} - {A[a]['name']})
-    raise ValueError(f'unknown intent {intent!r}')
-
-def score_answer(predicted: list, gold: list) -> dict:
-    "Accuracy (exact set match after folding), entity-level F1, and Hit@1 (the first value is a gold one)."
-    p, g = [fold(x) for x in predicted], {fold(x) for x in gold}
-    ps, tp = set(p), len(set(p) & g)
-    prec = tp / len(ps) if ps else float(not g)
-    rec = tp / len(g) if g else float(not ps)
-    return {'accuracy': float(ps == g), 'f1': 2 * prec * rec / (prec + rec) if prec + rec else 0.0,
-            'hit1': (float(bool(p) and p[0] in g) if g else float(not p))}
-
-# %% ../../nbs/08_agentic.ipynb #12c90ad1
-def _eligible(g: AcademicGraph, source: str) -> dict:
-    "Entities a question may name without ambiguity: unique titles without quotes, names linking to one author, venues found as written."
-    def ok_title(a): return (a.get('source') == source and '"' not in a.get('title', '') and len(a.get('title', '').split()) >= 3
-                             and len(g.by_label[('Paper', fold(a['title']))]) == 1)
-    def ok_author(x):
-        a = g.nodes['Author'][x]
-        return a.get('source') == source and len(g.name_toks.get(x, [])) >= 2 and link_author(g, a['name']).candidates == [x]
-    return {'Paper': sorted(p for p, a in g.nodes['Paper'].items() if ok_title(a)),
-            'Author': sorted(x for x in g.nodes['Author'] if ok_author(x)),
-            'Venue': sorted(v for v, a in g.nodes['Venue'].items() if a.get('source') == source and
-                            [m.candidates for m in find_venues(g, f"at {a['name']} in")] == [[v]])}
-
-def question_starts(g: AcademicGraph, intent: str, el: dict) -> list[dict]:
-    "Every start a question of `intent` may have among the eligible entities (lists of modest length; years the data has)."
-    P, A, V = el['Paper'], el['Author'], el['Venue']
-    papers = lambda a: [p for p, _ in g.neighbours('Author', a, 'writes', 'Paper')]
-    venues = lambda p: [v for v, _ in g.neighbours('Paper', p, 'published_in', 'Venue')]
-    year = lambda p: g.nodes['Paper'][p].get('year')
-    if intent == 'paper_citations': return [{'Paper': p} for p in P if g.nodes['Paper'][p].get('cited_by_count') is not None]
-    if intent == 'paper_year': return [{'Paper': p} for p in P if year(p)]
-    if intent == 'paper_identifier': return [{'Paper': p} for p in P if g.nodes['Paper'][p].get('source_ids')]
-    if intent == 'paper_authors': return [{'Paper': p} for p in P if g.neighbours('Paper', p, 'writes', 'Author')]
-    if intent == 'paper_venue': return [{'Paper': p} for p in P if venues(p)]
-    if intent == 'first_author_papers':
-        return [{'Paper': p} for p in P if any(a.get('position') == 1 and len(papers(x)) >= 2 for x, a in g.neighbours('Paper', p, 'writes', 'Author'))]
-    if intent == 'author_papers': return [{'Author': a} for a in A if len(papers(a)) <= 8]
-    if intent in ('author_count', 'author_first_year', 'author_last_year', 'author_venues', 'author_coauthors'):
-        return [{'Author': a} for a in A if len(papers(a)) <= 30 and (intent not in ('author_first_year', 'author_last_year') or any(year(p) for p in papers(a)))]
-    if intent == 'author_year_papers':
-        return [{'Author': a, 'Year': min(y for y in map(year, papers(a)) if y)} for a in A if 2 <= len(papers(a)) <= 30 and any(map(year, papers(a)))]
-    if intent == 'author_top_venue': return [{'Author': a} for a in A if len(papers(a)) >= 2 and any(venues(p) for p in papers(a))]
-    if intent in ('author_venue_count', 'venue_coauthors'):
-        out = []
-        for a in A:
-            vs = sorted({v for p in papers(a) for v in venues(p)} & set(V))
-            if vs and len(papers(a)) <= 30: out.append({'Author': a, 'Venue': vs[0]})
-        return out
-    if intent == 'venue_year_count':
-        return [{'Venue': v, 'Year': y} for v in V for y in sorted({year(p) for p, _ in g.neighbours('Venue', v, 'published_in', 'Paper')} - {None})]
-    raise ValueError(f'unknown intent {intent!r}')
-
-def make_questions(graph: AcademicGraph, source: str, per_type: int = 100, seed: int = 0,
-                   fractions=(('dev', 0.3), ('test', 0.7))) -> list[dict]:
-    "Template questions over one source's part of the graph, `per_type` of each query type, answers by `gold_values`, split by start."
-    import random
-    from scholarqa.datasets import hash_split
-    g, rng, el, out = graph, random.Random(seed), _eligible(graph, source), []
-    for qtype in QUERY_TYPES:
-        pools = {n: question_starts(g, n, el) for n, i in INTENTS.items() if i.type == qtype}
-        pools = {n: s for n, s in pools.items() if s}
-        for k, (n, pool) in enumerate(pools.items()):
-            quota = per_type // len(pools) + (k < per_type % len(pools))
-            for st in rng.sample(pool, min(quota, len(pool))):
-                names = {'paper': g.label('Paper', st['Paper']) if 'Paper' in st else None, 'year': st.get('Year'),
-                         'author': g.label('Author', st['Author']) if 'Author' in st else None,
-                         'venue': g.label('Venue', st['Venue']) if 'Venue' in st else None}
-                key = '|'.join(f'{k}={v}' for k, v in sorted(st.items()))
-                out.append({'id': f'{source}-{n}-' + blake2b_hex(key, 6), 'source': source, 'type': qtype, 'intent': n,
-                            'question': rng.choice(PHRASINGS[n]).format(**names), 'start': st,
-                            'gold': gold_values(g.graph, n, st), 'split': hash_split(f'{n}|{key}', seed, fractions)})
-    return out
-
-def loosen_title(title: str, rng) -> str:
-    "A title as someone might half-remember it: one word after the first dropped (titles of four words or more), one typo."
-    words = title.split()
-    if len(words) >= 4: del words[rng.randrange(1, len(words))]
-    long = [i for i, w in enumerate(words) if len(w) >= 5 and w.isalpha()]
-    if long:
-        i = rng.choice(long); w = words[i]; j = rng.randrange(1, len(w) - 2)
-        words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:]                     # two letters swapped
-    return ' '.join(words)
-
-def loose_questions(questions: list[dict], graph: AcademicGraph, seed: int = 0) -> list[dict]:
-    "The questions that quote a title, with the title loosened (`loosen_title`): what the close-title link and the sufficiency agent are for."
-    import random
-    rng, out = random.Random(seed), []
-    for q in questions:
-        if 'Paper' not in q['start']: continue
-        title = graph.label('Paper', q['start']['Paper'])
-        loose = loosen_title(title, rng)
-        if fold(loose) == fold(title): continue
-        out.append({**q, 'id': q['id'] + '-loose', 'question': q['question'].replace(f'"{title}"', f'"{loose}"'), 'loose_title': loose})
-    return out
-
-def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
-    "Hand-written questions (JSONL: intent + start given by labels, or an expected status); gold answers computed from `graph`."
-    out = []
-    for line in Path(path).read_text(encoding='utf-8').splitlines():
-        if not line.strip(): continue
-        q = json.loads(line)
-        if 'intent' in q:
-            start = {}
-            for kind, label in q['start'].items():
-                ids = [label] if kind == 'Year' else graph.by_label.get((kind, fold(label)), [])
-                if len(ids) != 1: raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, not one')
-                start[kind] = ids[0]
-            q = {**q, 'type': INTENTS[q['intent']].type, 'start': start, 'gold': gold_values(graph.graph, q['intent'], start)}
-        out.append(q)
-    return out
-
-def evaluate_agent(agent, questions: list[dict], progress: bool = False) -> list[dict]:
-    "One row per question: what the agent answered, accuracy / F1 / Hit@1 against the gold (or the expected status), and the time."
-    from scholarqa.doc import progress as show_progress
-    rows = []
-    for q in show_progress(questions, 'agentic questions', enabled=progress, unit='questions'):
-        t0 = time.perf_counter()
-        a = agent.run(q['question'])
-        dt = time.perf_counter() - t0
-        if q.get('expect_status'): s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status == q['expect_status']))
-        else: s = score_answer(a.values, q['gold'])
-        rows.append({'id': q['id'], 'source': q.get('source'), 'type': q.get('type') or q.get('expect_status'), 'intent': q.get('intent'),
-                     'predicted_type': a.query_type, 'predicted_intent': a.intent, 'status': a.status, 'expansions': a.expansions,
-                     'verification': a.verification.get('score'), **s, 'seconds': dt})
-    return rows
