@@ -205,6 +205,10 @@ sqa:inParagraph a owl:ObjectProperty ; rdfs:domain sqa:Mention ; rdfs:range doco
     rdfs:label "in paragraph" ; rdfs:comment "The paragraph whose text the mention's offsets refer to." .
 sqa:inSentence a owl:ObjectProperty ; rdfs:domain sqa:Mention ; rdfs:range doco:Sentence ;
     rdfs:label "in sentence" ; rdfs:comment "The sentence that contains the mention." .
+sqa:entityKey a owl:DatatypeProperty ; rdfs:domain sqa:Entity ; rdfs:range xsd:string ;
+    rdfs:label "entity key" ; rdfs:comment "The normalised label entities are merged by (01a's entity_key)." .
+sqa:chunk a owl:DatatypeProperty ; rdfs:range xsd:string ;
+    rdfs:label "chunk" ; rdfs:comment "The id of the retrieval chunk a reified statement was read from (05_sketch's triples)." .
 
 sqa:Person a owl:Class ; rdfs:subClassOf sqa:Entity , foaf:Person ; rdfs:label "Person" ; rdfs:comment "A researcher named in the text." .
 sqa:Organization a owl:Class ; rdfs:subClassOf sqa:Entity , foaf:Organization ; rdfs:label "Organization" ; rdfs:comment "A university, company, lab or research group named in the text." .

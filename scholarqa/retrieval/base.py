@@ -92,11 +92,11 @@ def read_chunks(path) -> list[Chunk]:
 
 # %% ../../nbs/02_retrieval.ipynb #dcce5990
 def hit_to_json(hit: Hit) -> dict:
-    "A hit as plain JSON: score, text, provenance (paper, source id, section, paragraph, label) and the retriever."
+    "A hit as plain JSON: score, text, provenance (paper, source id, section, paragraph, label), the retriever, and the facts a graph retriever chose it by."
     c = hit.chunk
     return {'score': round(float(hit.score), 6), 'text': c.text, 'paper_id': c.paper_id, 'source_id': c.source_id,
             'section': section_json(c), 'paragraph': c.paragraph_start, 'paragraph_end': c.paragraph_end, 'label': c.label,
-            'chunk_id': c.id, 'retriever': hit.retriever}
+            'chunk_id': c.id, 'retriever': hit.retriever, **({'triples': hit.triples} if getattr(hit, 'triples', None) else {})}
 
 def section_json(c: Chunk) -> dict:
     "The section of a chunk as JSON, the same object wherever a section is printed (hits, citations)."
