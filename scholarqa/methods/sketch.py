@@ -18,13 +18,14 @@ from ..kg.entities import entity_key, type_long_form
 from ..kg.rdf import BASE, SQA, SPARQL_PREFIXES, entity_class, entity_iri, kg_select, new_dataset, paragraph_iri
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
+from ..retrieval.dense import DenseRetriever, VectorIndex, chunk_int_id
 from ..retrieval.fusion import reciprocal_rank_fusion
 from ..generate.answer import GeneratorAnswer, MethodOptionError, check_options, register_method
 
 # %% auto #0
 __all__ = ['SKETCH_CACHE_VERSION', 'Triple', 'spacy_triples', 'extract_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of',
-           'KGHit', 'KGRetriever', 'DenseChunks', 'SKETCH', 'sketch_cache', 'sketch_parts', 'sketch_method',
-           'kg_method', 'semantic_method', 'naive_method']
+           'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_cache', 'sketch_parts', 'sketch_method', 'kg_method',
+           'semantic_method', 'naive_method']
 
 # %% ../../nbs/05_sketch.ipynb #5a000009
 @dataclass(frozen=True)
@@ -129,13 +130,13 @@ class TripleGraph:
     def __repr__(self): return f'TripleGraph({len(self.keys)} nodes, {len(self.edges)} edges)'
     def neighbourhood(self, keys, hops: int = 1) -> list[int]:
         "Edges within `hops` of the nodes `keys`, in the order they are reached."
-        seen, frontier, out = set(keys), list(keys), []
+        seen, frontier, out, reached = set(keys), list(keys), [], set()
         for _ in range(hops):
             nxt = []
             for k in frontier:
                 for i in self.adj.get(k, ()):
-                    if i in out: continue
-                    out.append(i)
+                    if i in reached: continue
+                    reached.add(i); out.append(i)
                     for n in (self.edges[i][0], self.edges[i][2]):
                         if n not in seen: seen.add(n); nxt.append(n)
             frontier = nxt
@@ -253,14 +254,13 @@ class KGRetriever:
         return list(by_chunk.values())
 
 # %% ../../nbs/05_sketch.ipynb #5a000022
-class DenseChunks:
-    "Chunks ranked by cosine with the question (the encoder's unit vectors)."
-    def __init__(self, chunks, vectors: np.ndarray, encoder, name: str = 'semantic'):   # vectors: (n_chunks, d), row i = chunks[i]
-        self.chunks, self.vectors, self.encoder, self.name = list(chunks), vectors, encoder, name
-    def __repr__(self): return f'DenseChunks({self.name}, {len(self.chunks)} chunks)'
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]:
-        s = self.vectors @ self.encoder.encode([question], use_cache=False)[0]
-        return [Hit(self.chunks[i], float(s[i]), self.name) for i in np.argsort(-s, kind='stable')[:k]]
+def dense_over(chunks, vectors: np.ndarray, encoder, name: str) -> DenseRetriever:
+    "02d's `DenseRetriever` over `chunks` whose vectors are known (row i = chunks[i]); its hits carry `name` as retriever."
+    index = VectorIndex(encoder.dim, 'flat')
+    index.add([chunk_int_id(c.id) for c in chunks], np.asarray(vectors, dtype=np.float32))
+    r = DenseRetriever(chunks, encoder, index=index)       # every chunk is in the index already: nothing is encoded
+    r.name = name
+    return r
 
 # %% ../../nbs/05_sketch.ipynb #5a000025
 def _sk_paragraphs(c: Chunk) -> set:
@@ -269,7 +269,7 @@ def _sk_paragraphs(c: Chunk) -> set:
 class SKETCH(GeneratorAnswer):
     "Seed 002: the structured (graph) and unstructured (semantic chunk) retrievers, their contexts merged or fused."
     name = 'sketch'
-    def __init__(self, kg: KGRetriever, text: DenseChunks, combine: str = 'merge'):   # 'merge' (the seed) | 'fuse' (RRF)
+    def __init__(self, kg: KGRetriever, text: DenseRetriever, combine: str = 'merge'):   # 'merge' (the seed) | 'fuse' (RRF)
         if combine not in ('merge', 'fuse'): raise ValueError(f"combine must be 'merge' or 'fuse', not {combine!r}")
         self.kg, self.text, self.combine, self.encoder = kg, text, combine, text.encoder
     def __repr__(self): return f'SKETCH({self.kg!r}, {self.text!r}, {self.combine})'
@@ -327,8 +327,8 @@ def sketch_parts(store, papers=None, nlp=None) -> dict:
     if have and have[0] == store.meta.get('corpus_hash'): return have[1]
     c, nlp = sketch_cache(store, papers, nlp), nlp or load_spacy()
     parts = {'kg': KGRetriever(TripleGraph(c['triples']), c['small'], store.encoder, nlp),
-             'semantic': DenseChunks(c['semantic'], c['semantic_vectors'], store.encoder, 'semantic'),
-             'naive': DenseChunks(c['naive'], c['naive_vectors'], store.encoder, 'naive'), 'report': c['report']}
+             'semantic': dense_over(c['semantic'], c['semantic_vectors'], store.encoder, 'semantic'),
+             'naive': dense_over(c['naive'], c['naive_vectors'], store.encoder, 'naive'), 'report': c['report']}
     store._sketch = (store.meta.get('corpus_hash'), parts)
     return parts
 
