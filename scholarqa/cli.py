@@ -9,7 +9,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoices', 'method_modules', 'load_methods',
-           'read_questions', 'snippet', 'print_hits', 'build_parser', 'main', 'cli_main']
+           'read_questions', 'snippet', 'print_hits', 'method_options', 'build_parser', 'main', 'cli_main']
 
 # %% ../nbs/10_cli.ipynb #29f94d8c
 def _wait_flag(p) -> None:
@@ -378,6 +378,9 @@ def _add_ask(sub) -> None:
                    help='the registered QA method that chooses the passages: %(choices)s (default retrieve: the --retriever top-k)')
     p.add_argument('--sparse-weight', type=float, default=None, metavar='W',
                    help='--method structrag: weight of the learned sparse (SPLADE) channel in its relevance (default 0: off)')
+    p.add_argument('-o', '--option', action='append', default=[], metavar='KEY=VALUE',
+                   help="an option of the chosen method, repeatable: e.g. -o combine=fuse (sketch), -o summariser=extractive "
+                        "(raptor); VALUE is read as JSON when it parses (numbers, true/false), else as text")
     _add_rerank_flags(p)
     p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])
     p.add_argument('--max-tokens', type=int, default=256, help='answer length limit in tokens')
@@ -388,6 +391,16 @@ def _add_ask(sub) -> None:
     p.add_argument('--llm-planner', action='store_true',
                    help='--method agentic: the --backend LLM chooses the question type (default: MiniLM prototypes)')
     p.set_defaults(func=_ask_cmd)
+
+def method_options(pairs) -> dict:
+    "`-o KEY=VALUE` pairs as method options: VALUE read as JSON when it parses, else kept as text; a pair without '=' is an error."
+    out = {}
+    for p in pairs:
+        k, eq, v = p.partition('=')
+        if not eq or not k.strip(): raise ValueError(f'-o {p!r}: write an option as KEY=VALUE (e.g. -o combine=fuse)')
+        try: out[k.strip().replace('-', '_')] = json.loads(v)
+        except ValueError: out[k.strip().replace('-', '_')] = v
+    return out
 
 def _backend_kwargs(args, store) -> dict:
     "Constructor arguments of the chosen backend from the command line."
@@ -414,6 +427,8 @@ def _ask_cmd(args) -> int:
               f"install it with: pip install 'scholarqa[kg,index,embed,generate]'", file=sys.stderr); return 2
     # the method-specific options the user gave; the method's factory refuses any it does not take
     options = {k: v for k, v in (('retriever', args.retriever), ('sparse_weight', args.sparse_weight)) if v is not None}
+    try: options.update(method_options(args.option))
+    except ValueError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     try: store = store_mod.IndexStore.load(args.index)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     reranker, err = _load_reranker(args, 'ask')

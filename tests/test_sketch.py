@@ -53,3 +53,31 @@ def test_ask_sketch_json_then_kg_from_the_same_cache(demo_index):
     assert [h['chunk_id'] for h in got['q']['hits']] == [h['chunk_id'] for h in graph]   # the KG-only baseline is the graph side
     assert got['hostile']['hits'] and all(h['triples'] for h in got['hostile']['hits'])
     assert json.loads((demo_index / 'I' / 'sketch' / 'meta.json').read_text())['built'] == meta['built']   # not rebuilt
+
+
+def test_ask_raptor_json_and_its_tree(demo_index):
+    """`ask --method raptor` builds the forest inside the index on first use (extractive summaries here: the SmolLM2 ones
+    are the lesson's and the experiment's), and its hits are the tree's nodes: leaves name real paragraphs, summaries
+    their children and the span of paragraphs under them."""
+    from scholarqa.methods.sketch_raptor import _rp_read, check_tree
+    r = _cli('ask', demo_index / 'I', 'What do the papers contribute overall?', '--method', 'raptor', '-o', 'summariser=extractive',
+             '-o', 'budget=600', '--generator', 'extractive', '-k', '8', '--json')
+    out = json.loads(r.stdout)
+    tree = _rp_read(demo_index / 'I' / 'raptor-extractive')
+    assert check_tree(tree) == [] and tree.report['failed'] == {}
+    assert len(tree.roots()) == len(Corpus.load(demo_index / 'C').papers)          # one root per paper
+    nodes = {c.id: (c, l) for c, l in zip(tree.nodes, tree.layers)}
+    assert out['method'] == 'raptor' and 1 <= len(out['hits']) <= 8
+    assert sum(nodes[h['chunk_id']][0].n_tokens for h in out['hits']) <= 600           # the token budget holds
+    for h in out['hits']:
+        c, layer = nodes[h['chunk_id']]
+        assert h['layer'] == layer and h['paper_id'] == c.paper_id and h['text'] == c.text
+        if layer:
+            assert h['children'] and all(nodes[k][1] == layer - 1 for k in h['children'])
+            kids = [nodes[k][0] for k in h['children']]
+            lo, hi = min(k.paragraph_start for k in kids), max(k.paragraph_end for k in kids)
+            assert (h['paragraph'], h['paragraph_end']) == (lo, hi) and h.get('paragraphs', [lo, lo]) == [lo, hi]
+        else: assert 'children' not in h
+    bad = subprocess.run([str(Path(sys.executable).parent / 'scholarqa'), 'ask', str(demo_index / 'I'), 'q?', '--method', 'raptor',
+                          '-o', 'summariser', '--generator', 'extractive'], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and 'KEY=VALUE' in bad.stderr
