@@ -16,10 +16,10 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'paper_id', 'paragraph_label', 'parse_label', 'assign_ids', 'norm_source_id', 'corpus_hash',
            'resolve_references', 'paper_to_dict', 'paper_from_dict', 'split_sentences_rules', 'load_spacy',
            'split_sentences_spacy', 'split_sentences', 'finalize_paper', 'boundary_scores', 'evaluate_splitters',
-           'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_bytes',
-           'atomic_write_text', 'atomic_write_json', 'aside_path', 'restore_aside', 'replace_dir', 'FolderBusy',
-           'lock_path', 'lock_wait', 'writer_lock', 'settled', 'writes', 'progress', 'bundled_minilm_path',
-           'load_tokenizer', 'count_tokens', 'corpus_stats']
+           'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_npy',
+           'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json', 'aside_path', 'restore_aside', 'replace_dir',
+           'FolderBusy', 'lock_path', 'lock_wait', 'writer_lock', 'settled', 'writes', 'progress',
+           'bundled_minilm_path', 'load_tokenizer', 'count_tokens', 'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
@@ -452,6 +452,11 @@ def iter_jsonl(path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[int, dic
         yield i, obj
 
 # %% ../nbs/00_doc.ipynb #08b36155
+def atomic_write_npy(path, array) -> None:
+    "Save a numpy array (`np.save` format) atomically."
+    import io, numpy as np
+    buf = io.BytesIO(); np.save(buf, np.asarray(array)); atomic_write_bytes(path, buf.getvalue())
+
 def atomic_write_bytes(path, data: bytes) -> None:
     "Write `data` to `path` via a temporary file in the same folder + fsync + rename."
     path = Path(path)

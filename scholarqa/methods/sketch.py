@@ -6,14 +6,14 @@ the question's entities; the generator sees both contexts side by side."""
 
 # %% ../../nbs/05_sketch.ipynb #5a000004
 from __future__ import annotations
-import io, json
+import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_bytes, atomic_write_text, blake2b_hex, load_spacy, progress, writer_lock
+from ..doc import atomic_write_npy, atomic_write_text, blake2b_hex, load_spacy, progress, writer_lock
 from ..kg.entities import entity_key, type_long_form
 from ..kg.rdf import BASE, SQA, SPARQL_PREFIXES, entity_class, entity_iri, kg_select, new_dataset, paragraph_iri
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
@@ -287,9 +287,6 @@ SKETCH_CACHE_VERSION = 1
 _SK_FILES = ('small_chunks.jsonl', 'triples.jsonl', 'semantic_chunks.jsonl', 'semantic_vectors.npy', 'naive_chunks.jsonl',
              'naive_vectors.npy', 'report.json')
 
-def _sk_save_npy(path, a: np.ndarray) -> None:
-    buf = io.BytesIO(); np.save(buf, a.astype(np.float32)); atomic_write_bytes(path, buf.getvalue())
-
 def _sk_read(d: Path) -> dict:
     triples = [Triple(**json.loads(l)) for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l]
     return {'small': read_chunks(d / 'small_chunks.jsonl'), 'triples': triples,
@@ -313,8 +310,8 @@ def sketch_cache(store, papers=None, nlp=None, percentile: float = 95.0, rebuild
         d.mkdir(parents=True, exist_ok=True)
         write_chunks(d / 'small_chunks.jsonl', small)
         atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
-        write_chunks(d / 'semantic_chunks.jsonl', semantic); _sk_save_npy(d / 'semantic_vectors.npy', enc.encode_chunks(semantic))
-        write_chunks(d / 'naive_chunks.jsonl', naive); _sk_save_npy(d / 'naive_vectors.npy', enc.encode_chunks(naive))
+        write_chunks(d / 'semantic_chunks.jsonl', semantic); atomic_write_npy(d / 'semantic_vectors.npy', enc.encode_chunks(semantic).astype(np.float32))
+        write_chunks(d / 'naive_chunks.jsonl', naive); atomic_write_npy(d / 'naive_vectors.npy', enc.encode_chunks(naive).astype(np.float32))
         report = {**report, 'papers': len(papers), 'small_chunks': len(small), 'semantic_chunks': len(semantic),
                   'naive_chunks': len(naive), 'percentile': percentile}
         atomic_write_text(d / 'report.json', json.dumps(report, indent=1))

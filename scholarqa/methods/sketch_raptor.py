@@ -6,16 +6,16 @@ against every node of every tree at once."""
 
 # %% ../../nbs/05a_raptor.ipynb #5b000004
 from __future__ import annotations
-import io, json, re
+import json, re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_bytes, atomic_write_text, progress, split_sentences, writer_lock
+from ..doc import atomic_write_npy, atomic_write_text, progress, split_sentences, writer_lock
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
-from ..generate.answer import GeneratorAnswer, MethodOptionError, check_options, content_words, register_method, truncate_tokens
+from ..generate.answer import MethodOptionError, RetrieverMethod, check_options, content_words, register_method, truncate_tokens
 from ..generate.backends import BackendError, GenParams, make_backend
 from .sketch import dense_over
 
@@ -23,7 +23,7 @@ from .sketch import dense_over
 __all__ = ['RAPTOR_DIM', 'RAPTOR_THRESHOLD', 'RAPTOR_MAX_CLUSTERS', 'RAPTOR_CLUSTER_TOKENS', 'SUMMARY_PROMPT',
            'RAPTOR_CACHE_VERSION', 'umap_reduce', 'gmm_clusters', 'raptor_clusters', 'ExtractiveSummariser', 'is_quote',
            'LLMSummariser', 'RaptorTree', 'build_tree', 'check_tree', 'build_forest', 'RaptorHit', 'CollapsedTree',
-           'raptor_cache', 'RAPTOR', 'raptor_method']
+           'raptor_cache', 'raptor_method']
 
 # %% ../../nbs/05a_raptor.ipynb #5b000009
 RAPTOR_DIM = 10               # UMAP target dimension; a set of ≤ RAPTOR_DIM + 1 nodes is one cluster
@@ -277,20 +277,13 @@ def raptor_cache(store, summariser: str = 'llm',     # 'llm' (03's backend) | 'e
         tree = build_forest(leaves, enc.encode_chunks(leaves), summarise, enc, fallback=ext, seed=seed, show=show)
         d.mkdir(parents=True, exist_ok=True)
         write_chunks(d / 'nodes.jsonl', tree.nodes)
-        buf = io.BytesIO(); np.save(buf, tree.vectors.astype(np.float32)); atomic_write_bytes(d / 'vectors.npy', buf.getvalue())
+        atomic_write_npy(d / 'vectors.npy', tree.vectors.astype(np.float32))
         atomic_write_text(d / 'tree.json', json.dumps({'layers': tree.layers, 'children': tree.children,
                                                        'summariser': tree.summariser, 'seed': seed, 'report': tree.report}))
         store.mark_derived(name, RAPTOR_CACHE_VERSION, summariser=tree.summariser, seed=seed, nodes=len(tree.nodes),
                            **{k: v for k, v in tree.report.items() if not isinstance(v, dict)},
                            fallbacks=len(tree.report['fallbacks']), failed=len(tree.report['failed']))
     return _rp_read(d)
-
-class RAPTOR(GeneratorAnswer):
-    "RAPTOR as a method: collapsed-tree retrieval over the index's forest, answered by 03a's generator."
-    name = 'raptor'
-    def __init__(self, retriever: CollapsedTree): self.retriever, self.encoder = retriever, retriever.encoder
-    def __repr__(self): return f'RAPTOR({self.retriever!r})'
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
 
 @register_method('raptor', "RAPTOR (SKETCH's baseline): a tree of cluster summaries per paper, all nodes searched as one pool")
 def raptor_method(store, summariser: str = 'llm', budget: int = 2000, llm_backend: str = 'llama_cpp', llm_model=None,
@@ -302,6 +295,4 @@ def raptor_method(store, summariser: str = 'llm', budget: int = 2000, llm_backen
     if key not in have:
         have[key] = raptor_cache(store, summariser, llm_backend, llm_model, llm_cache, int(seed), papers)
         store._raptor = have
-    m = RAPTOR(CollapsedTree(have[key], store.encoder, int(budget)))
-    m.mode, m.max_tokens = mode, max_tokens
-    return m
+    return RetrieverMethod(CollapsedTree(have[key], store.encoder, int(budget)), 'raptor', store.encoder, mode, max_tokens)   # 03a's method
