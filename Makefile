@@ -38,9 +38,13 @@ import-check: setup
 	  xargs -P 2 -I{} sh -c '$(PY) -c "import {}" || { echo "module {} does not import on its own"; exit 255; }' && \
 	  echo "every module imports on its own"
 
+# two processes on two cores: a thread each (unless the caller set OMP_NUM_THREADS), since two processes each spawning a
+# thread per core oversubscribe the machine and OpenMP's spinning threads waste most of it
+ONE_THREAD = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1}
+
 # the lessons; the experiment companions run once, through papermill, in outputs-check
 nbdev-test: setup
-	$(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '.*_experiment'
+	$(ONE_THREAD) $(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '.*_experiment'
 
 # fails, naming file, row and column, when a committed CI table no longer matches what the code computes; two notebooks at
 # a time (a check ignores timing columns; `make reproduce`, which writes the timings, runs one at a time)
@@ -49,7 +53,7 @@ outputs-check: setup
 
 # two workers (pytest-xdist), a test file each at a time: a file's module fixtures are built once
 pytest: setup
-	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile tests
+	$(ONE_THREAD) $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile tests
 
 ## the main job: every notebook through papermill with its CI parameters on the demo corpus → outputs/
 reproduce: setup

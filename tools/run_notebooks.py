@@ -8,7 +8,8 @@ parameter file names. An experiment notebook without a parameter file for this k
 compared with the committed `out_dir` by `scholarqa.measure.compare_outputs` (timing columns loosely, every other cell
 exactly); any difference fails the run, naming the file, row and column. The committed outputs are not touched.
 
---jobs N (only with --check): N notebooks at a time. A check ignores timing columns, so sharing the cores changes nothing it
+--jobs N (only with --check): N notebooks at a time, each with cores/N threads (OMP_NUM_THREADS, MKL_NUM_THREADS and
+OPENBLAS_NUM_THREADS, unless already set). A check ignores timing columns, so sharing the cores changes nothing it
 compares; a run that writes outputs measures, and measures alone, one notebook at a time."""
 import argparse, json, os, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,11 @@ runs = root / 'outputs' / 'runs'
 runs.mkdir(parents=True, exist_ok=True)
 failed, stale = [], []
 
+# with --jobs N each notebook gets its share of the cores: N notebooks each spawning a thread per core oversubscribe the
+# machine, and OpenMP's spinning threads then waste most of it (a variable the caller set is kept)
+_share = str(max(1, (os.cpu_count() or 1) // args.jobs))
+share_env = {k: os.environ.get(k, _share) for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS')} if args.jobs > 1 else {}
+
 def run_one(nb: Path):
     "Run one notebook; returns (notebook, log lines to print, failed?, stale?). Nothing is printed here, so parallel logs do not interleave."
     params = root / 'params' / f'{nb.stem}.{args.params}.yaml'
@@ -47,7 +53,7 @@ def run_one(nb: Path):
     if args.check:
         fresh = Path(tempfile.mkdtemp(prefix=f'{nb.stem}-'))
         cmd += ['-p', 'out_dir', str(fresh)]
-    r = subprocess.run(cmd, env={**os.environ, 'SCHOLARQA_NOTEBOOK': str(nb)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    r = subprocess.run(cmd, env={**os.environ, **share_env, 'SCHOLARQA_NOTEBOOK': str(nb)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = [f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s']
     if r.returncode: return nb, [r.stdout[-6000:]] + log, True, False
     if not args.check: return nb, log, False, False
