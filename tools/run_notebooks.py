@@ -8,9 +8,12 @@ parameter file names. An experiment notebook without a parameter file for this k
 compared with the committed `out_dir` by `scholarqa.measure.compare_outputs` (timing columns loosely, every other cell
 exactly); any difference fails the run, naming the file, row and column. The committed outputs are not touched.
 
---jobs N (only with --check): N notebooks at a time, each with cores/N threads (OMP_NUM_THREADS, MKL_NUM_THREADS and
-OPENBLAS_NUM_THREADS, unless already set). A check ignores timing columns, so sharing the cores changes nothing it
-compares; a run that writes outputs measures, and measures alone, one notebook at a time."""
+--jobs N (only with --check): N notebooks at a time. A check ignores timing columns, so sharing the cores changes nothing it
+compares; a run that writes outputs measures, and measures alone, one notebook at a time.
+
+Threads: a CI-size run (written or checked) gives each notebook one thread (OMP_NUM_THREADS, MKL_NUM_THREADS and
+OPENBLAS_NUM_THREADS, unless already set), so that its tables do not depend on the machine's cores; a full-size check with
+--jobs N gives each cores/N; a full run uses every core."""
 import argparse, json, os, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,10 +41,13 @@ runs = root / 'outputs' / 'runs'
 runs.mkdir(parents=True, exist_ok=True)
 failed, stale = [], []
 
-# with --jobs N each notebook gets its share of the cores: N notebooks each spawning a thread per core oversubscribe the
-# machine, and OpenMP's spinning threads then waste most of it (a variable the caller set is kept)
-_share = str(max(1, (os.cpu_count() or 1) // args.jobs))
-share_env = {k: os.environ.get(k, _share) for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS')} if args.jobs > 1 else {}
+# Threads per notebook (OpenMP, MKL, OpenBLAS; a variable the caller set is kept). At CI size, one: a trained model's
+# floats depend on how many threads summed them, so one thread gives the same CI tables on a machine of any size, and two
+# checks at a time (--jobs 2) do not oversubscribe two cores, where OpenMP's spinning threads waste most of the time.
+# Otherwise with --jobs N, each notebook's share of the cores; a lone full run uses them all.
+_threads = 1 if args.params == 'ci' else (os.cpu_count() or 1) // args.jobs if args.jobs > 1 else None
+share_env = {k: os.environ.get(k, str(max(1, _threads))) for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS')} \
+    if _threads else {}
 
 def run_one(nb: Path):
     "Run one notebook; returns (notebook, log lines to print, failed?, stale?). Nothing is printed here, so parallel logs do not interleave."
