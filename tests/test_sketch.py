@@ -81,3 +81,21 @@ def test_ask_raptor_json_and_its_tree(demo_index):
     bad = subprocess.run([str(Path(sys.executable).parent / 'scholarqa'), 'ask', str(demo_index / 'I'), 'q?', '--method', 'raptor',
                           '-o', 'summariser', '--generator', 'extractive'], capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and 'KEY=VALUE' in bad.stderr
+
+
+def _cli_fails(*args, timeout=300) -> str:
+    exe = Path(sys.executable).parent / 'scholarqa'
+    r = subprocess.run([str(exe) if exe.exists() else 'scholarqa', *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert r.returncode != 0, r.stdout[-500:]
+    return r.stderr
+
+
+def test_llm_extractor_options_are_checked_before_any_work(demo_index):
+    """`-o extractor=llm` picks the LLM triple extractor (the seed's way); a wrong extractor, an LLM setting without it, or a
+    model file that does not exist is a one-line error naming the option — not a traceback, and nothing written."""
+    base = ('ask', demo_index / 'I', Q, '--generator', 'extractive', '-k', '3', '--json')
+    assert "extractor must be 'spacy' or 'llm'" in _cli_fails(*base, '--method', 'kg', '-o', 'extractor=gpt')
+    assert 'only go with extractor=llm' in _cli_fails(*base, '--method', 'sketch', '-o', 'llm_model=x.gguf')
+    err = _cli_fails(*base, '--method', 'kg', '-o', 'extractor=llm', '-o', 'llm_model=/nonexistent/model.gguf')
+    assert '/nonexistent/model.gguf' in err and 'Traceback' not in err
+    assert not (demo_index / 'I' / 'sketch-llm' / 'triples.jsonl').exists()

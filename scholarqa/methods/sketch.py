@@ -13,19 +13,21 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_npy, atomic_write_text, blake2b_hex, load_spacy, progress, writer_lock
+from ..doc import atomic_write_npy, atomic_write_text, blake2b_hex, load_spacy, progress, split_sentences, writer_lock
 from ..kg.entities import entity_key, type_long_form
 from ..kg.rdf import BASE, SQA, SPARQL_PREFIXES, entity_class, entity_iri, kg_select, new_dataset, paragraph_iri
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.dense import DenseRetriever, VectorIndex, chunk_int_id
 from ..retrieval.fusion import reciprocal_rank_fusion
-from ..generate.answer import GeneratorAnswer, MethodOptionError, check_options, register_method
+from ..generate.answer import GeneratorAnswer, MethodOptionError, check_options, content_words, register_method
+from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, make_backend
 
 # %% auto #0
-__all__ = ['SKETCH_CACHE_VERSION', 'Triple', 'spacy_triples', 'extract_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of',
-           'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_cache', 'sketch_parts', 'sketch_method', 'kg_method',
-           'semantic_method', 'naive_method']
+__all__ = ['TRIPLE_SCHEMA', 'SKETCH_CACHE_VERSION', 'Triple', 'spacy_triples', 'extract_triples', 'triple_prompt',
+           'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of', 'KGHit', 'KGRetriever', 'dense_over',
+           'SKETCH', 'sketch_cache', 'sketch_llm_triples', 'sketch_parts', 'triple_backend', 'sketch_method',
+           'kg_method', 'semantic_method', 'naive_method']
 
 # %% ../../nbs/05_sketch.ipynb #5a000009
 @dataclass(frozen=True)
@@ -96,10 +98,13 @@ def spacy_triples(doc) -> list[tuple[str, str, str, str]]:
     return list(dict.fromkeys(out))
 
 # %% ../../nbs/05_sketch.ipynb #5a000012
-def extract_triples(chunks, nlp=None, batch_size: int = 64, show: bool = False) -> tuple[list[Triple], dict]:
-    "Triples of every chunk (`spacy_triples`) with their provenance, and a report: chunks read, chunks with none, failures by chunk id."
-    nlp = nlp or load_spacy()
+def extract_triples(chunks, nlp=None, batch_size: int = 64, show: bool = False,
+                    backend=None,          # an LLM backend: its triples (`llm_chunk_triples`) instead of the dependency parse
+                    retries: int = 1) -> tuple[list[Triple], dict]:
+    "Triples of every chunk with their provenance, and a report: chunks read, chunks with none, failures by chunk id."
     chunks = list(chunks)
+    if backend is not None: return _sk_llm_extract(chunks, backend, retries, show)
+    nlp = nlp or load_spacy()
     out, report = [], {'chunks': len(chunks), 'without_triples': 0, 'failed': {}, 'extractor': 'spacy dependency parse'}
     texts = (c.text for c in chunks)
     for c, doc in zip(chunks, progress(nlp.pipe(texts, batch_size=batch_size), 'triples', total=len(chunks), unit='chunks', enabled=show)):
@@ -107,6 +112,48 @@ def extract_triples(chunks, nlp=None, batch_size: int = 64, show: bool = False) 
         except Exception as e:                                          # one chunk the parser chokes on: named, the batch goes on
             report['failed'][c.id] = f'{type(e).__name__}: {e}'; continue
         report['without_triples'] += not found
+        out += [Triple(s, r, o, c.id, c.paper_id, c.section_path, c.paragraph_start, sent) for s, r, o, sent in found]
+    report['triples'] = len(out)
+    return out, report
+
+# %% ../../nbs/05_sketch.ipynb #5a000041
+TRIPLE_SCHEMA = {'type': 'object', 'required': ['triples'], 'properties': {'triples': {
+    'type': 'array', 'maxItems': 6, 'items': {'type': 'object', 'required': ['subject', 'relation', 'object'], 'properties': {
+        'subject': {'type': 'string', 'maxLength': 80}, 'relation': {'type': 'string', 'maxLength': 40},
+        'object': {'type': 'string', 'maxLength': 80}}}}}}
+
+def triple_prompt(text: str) -> list:
+    "Messages asking for one chunk's facts as (subject, relation, object) triples."
+    return [Message('system', 'You extract facts from scientific text. Give each fact as a triple: the subject and the object are '
+                              'short noun phrases copied from the text, the relation is a short verb phrase from it.'),
+            Message('user', f'Text: {text}\n\nGive the facts this text states as JSON triples.')]
+
+def _sk_grounded(phrase: str, words: set) -> bool:
+    ws = content_words(phrase)
+    return bool(ws) and all(w in words for w in ws)
+
+def _sk_sentence(text: str, words: set) -> str:
+    "The sentence of `text` sharing most content words with `words` (a triple's provenance)."
+    sents = [text[a:b] for a, b in split_sentences(text)] or [text]
+    return max(sents, key=lambda s: len(words & set(content_words(s)))).strip()
+
+def llm_chunk_triples(text: str, backend, params=None, retries: int = 1) -> tuple[list[tuple[str, str, str, str]], int]:
+    "(subject, relation, object, sentence) an LLM reads in `text`, kept when subject and object are grounded in it; and the number dropped."
+    obj, _ = backend.json(triple_prompt(text), TRIPLE_SCHEMA, params or GenParams(max_tokens=256, temperature=0.0), retries)
+    words, out, dropped = set(content_words(text)), [], 0
+    for t in obj.get('triples', []):
+        s, r, o = (' '.join(str(t.get(x, '')).split()).lower() for x in ('subject', 'relation', 'object'))
+        if not r or s == o or not (_sk_grounded(s, words) and _sk_grounded(o, words)): dropped += 1; continue
+        out.append((s, r, o, _sk_sentence(text, set(content_words(f'{s} {o}')))))
+    return list(dict.fromkeys(out)), dropped
+
+def _sk_llm_extract(chunks, backend, retries: int, show: bool) -> tuple[list[Triple], dict]:
+    out, report = [], {'chunks': len(chunks), 'without_triples': 0, 'failed': {}, 'ungrounded': 0, 'extractor': f'LLM ({backend.model_id})'}
+    for c in progress(chunks, 'triples (LLM)', total=len(chunks), unit='chunks', enabled=show):
+        try: found, dropped = llm_chunk_triples(c.text, backend, retries=retries)
+        except JSONOutputError as e:                     # the model's reply, counted by chunk; a backend that cannot serve raises
+            report['failed'][c.id] = f'{type(e).__name__}: {e}'[:300]; continue
+        report['ungrounded'] += dropped; report['without_triples'] += not found
         out += [Triple(s, r, o, c.id, c.paper_id, c.section_path, c.paragraph_start, sent) for s, r, o, sent in found]
     report['triples'] = len(out)
     return out, report
@@ -318,16 +365,47 @@ def sketch_cache(store, papers=None, nlp=None, percentile: float = 95.0, rebuild
         store.mark_derived('sketch', SKETCH_CACHE_VERSION, **{k: v for k, v in report.items() if k != 'failed'})
     return _sk_read(d)
 
-def sketch_parts(store, papers=None, nlp=None) -> dict:
-    "The retrievers of an index's SKETCH family, built once per store: {'kg', 'semantic', 'naive', 'report'}."
-    have = getattr(store, '_sketch', None)
-    if have and have[0] == store.meta.get('corpus_hash'): return have[1]
+def sketch_llm_triples(store, backend, papers=None, rebuild: bool = False, show: bool = True) -> tuple[list[Triple], dict]:
+    "An LLM's triples of the index's small chunks: read from INDEX/sketch-llm/ if that LLM made them, or made now."
+    files = ('triples.jsonl', 'report.json')
+    def ready():
+        d, fresh = store.derived('sketch-llm', SKETCH_CACHE_VERSION, files)
+        meta = json.loads((d / 'meta.json').read_text(encoding='utf-8')) if fresh else {}
+        return d, fresh and not rebuild and meta.get('llm') == backend.model_id
+    d, ok = ready()
+    if not ok:
+        small = sketch_cache(store, papers, show=show)['small']
+        with writer_lock(store.path):
+            d, ok = ready()
+            if not ok:
+                triples, report = extract_triples(small, backend=backend, show=show)
+                d.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
+                atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
+                store.mark_derived('sketch-llm', SKETCH_CACHE_VERSION, llm=backend.model_id, triples=len(triples),
+                                   failed=len(report['failed']), ungrounded=report['ungrounded'])
+    return ([Triple(**json.loads(l)) for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l],
+            json.loads((d / 'report.json').read_text(encoding='utf-8')))
+
+def sketch_parts(store, papers=None, nlp=None,
+                 backend=None) -> dict:      # an LLM backend: the graph from its triples (`sketch_llm_triples`), else spaCy's
+    "The retrievers of an index's SKETCH family, built once per store and extractor: {'kg', 'semantic', 'naive', 'report'}."
+    key = (store.meta.get('corpus_hash'), 'spacy' if backend is None else backend.model_id)
+    have = getattr(store, '_sketch', None) or {}
+    if key in have: return have[key]
     c, nlp = sketch_cache(store, papers, nlp), nlp or load_spacy()
-    parts = {'kg': KGRetriever(TripleGraph(c['triples']), c['small'], store.encoder, nlp),
+    triples, report = (c['triples'], c['report']) if backend is None else sketch_llm_triples(store, backend, papers)
+    parts = {'kg': KGRetriever(TripleGraph(triples), c['small'], store.encoder, nlp),
              'semantic': dense_over(c['semantic'], c['semantic_vectors'], store.encoder, 'semantic'),
-             'naive': dense_over(c['naive'], c['naive_vectors'], store.encoder, 'naive'), 'report': c['report']}
-    store._sketch = (store.meta.get('corpus_hash'), parts)
+             'naive': dense_over(c['naive'], c['naive_vectors'], store.encoder, 'naive'), 'report': {**c['report'], **report}}
+    store._sketch = {**have, key: parts}
     return parts
+
+def triple_backend(store, llm_backend: str = 'llama_cpp', llm_model=None, llm_cache=None):
+    "The LLM backend of `extractor='llm'` (03's; SmolLM2 by default), its calls recorded in `llm_cache` or INDEX/sketch-llm/llm_calls."
+    kw = {'model_path': llm_model} if llm_backend == 'llama_cpp' else ({'model': llm_model} if llm_model else {})
+    try: return make_backend(llm_backend, cache_dir=Path(llm_cache) if llm_cache else store.path / 'sketch-llm' / 'llm_calls', **kw)
+    except (BackendError, TypeError) as e: raise MethodOptionError(f'--method sketch/kg, extractor llm: {e}') from None
 
 class _SketchSide(GeneratorAnswer):
     "One retriever of the family as a method (its context answered by 03a's generator)."
@@ -336,16 +414,20 @@ class _SketchSide(GeneratorAnswer):
     def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
 
 def _sk_method(name: str, store, combine: str, mode: str, max_tokens: int, papers, options):
+    extractor = options.pop('extractor', 'spacy')
+    llm = {k: options.pop(k) for k in ('llm_backend', 'llm_model', 'llm_cache') if k in options}
     check_options(name, options)
     if combine not in ('merge', 'fuse'): raise MethodOptionError(f"combine must be 'merge' or 'fuse', not {combine!r}")
-    p = sketch_parts(store, papers)
+    if extractor not in ('spacy', 'llm'): raise MethodOptionError(f"extractor must be 'spacy' or 'llm', not {extractor!r}")
+    if llm and extractor != 'llm': raise MethodOptionError(f'{sorted(llm)} only go with extractor=llm')
+    p = sketch_parts(store, papers, backend=triple_backend(store, **llm) if extractor == 'llm' else None)
     m = SKETCH(p['kg'], p['semantic'], combine) if name == 'sketch' else _SketchSide(p[name], name, store.encoder)
     m.mode, m.max_tokens = mode, max_tokens
     return m
 
 @register_method('sketch', "SKETCH (seed 002): a knowledge graph's facts and semantic chunks, side by side")
 def sketch_method(store, combine: str = 'merge', mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> SKETCH:
-    "SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF)."
+    "SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF; `extractor`: 'spacy' or 'llm' with `llm_backend`, `llm_model`, `llm_cache`)."
     return _sk_method('sketch', store, combine, mode, max_tokens, papers, options)
 
 @register_method('kg', "SKETCH's KG-only baseline: the chunks behind the facts around the question's entities")
