@@ -7,7 +7,7 @@ import pytest
 
 from scholarqa.generate.answer import (INSUFFICIENT_CONTEXT, ExtractiveGenerator, Generator, LexicalEncoder,
                                        check_citations, load_minilm)
-from scholarqa.generate.backends import Backend, BackendError, Completion, BACKENDS, make_backend
+from scholarqa.generate.backends import Backend, BackendError, Completion, BACKENDS, ScriptedBackend, make_backend
 from scholarqa.evaluate import distinct_n, judge, parse_yesno, rouge_l, semantic_similarity, token_f1
 from scholarqa.doc import iter_paragraphs, section_trail
 from scholarqa.datasets import demo_dir, load_dataset
@@ -91,15 +91,9 @@ def test_generator_with_extractive_backend(minilm):
     assert {c['label'] for c in a.citations} <= {h.chunk.label for h in hits}
 
 
-class FixedBackend(Backend):
-    "A fake model that returns scripted replies, for the judge."
-    name, model_id = 'fixed', 'fixed-judge-v1'
-
-    def __init__(self, replies):
-        self.replies = list(replies)
-
-    def _call(self, kind, prompt, params, schema=None):
-        return Completion(self.replies.pop(0), self.name, self.model_id, 5, 5, 0.01)
+def FixedBackend(replies):
+    "A judge with scripted replies (03's ScriptedBackend)."
+    return ScriptedBackend(replies, model_id='fixed-judge-v1')
 
 
 def test_judge_mean_sd_and_model_named():
@@ -122,10 +116,10 @@ def test_malformed_judgement_is_missing_not_nan():
 
 
 def test_judge_that_cannot_serve_raises_not_missing():
-    class Down(FixedBackend):
+    class Down(ScriptedBackend):
         def _call(self, kind, prompt, params, schema=None): raise BackendError('fixed backend: server down; fix the URL')
     with pytest.raises(BackendError, match='server down'):
-        judge('q', 'a', None, Down([]), n=2)
+        judge('q', 'a', None, Down(), n=2)
 
 
 def test_metrics_hand_cases(minilm):

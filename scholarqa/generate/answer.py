@@ -14,7 +14,7 @@ import time
 from typing import Protocol, runtime_checkable
 from ..doc import LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label, split_sentences_rules
 from ..retrieval.base import Hit
-from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Message
+from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Message, make_backend
 
 # %% auto #0
 __all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'METHODS', 'Answer', 'hit_label',
@@ -22,7 +22,8 @@ __all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSW
            'encode_texts', 'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences',
            'resolve_citation', 'sentence_support', 'check_citations', 'Generator', 'answer_status', 'mmr_select',
            'ExtractiveGenerator', 'extractive_model_id', 'prompt_passages', 'ExtractiveBackend', 'Method',
-           'MethodOptionError', 'register_method', 'make_method', 'check_options', 'GeneratorAnswer', 'RetrieverMethod']
+           'MethodOptionError', 'register_method', 'make_method', 'check_options', 'method_backend', 'GeneratorAnswer',
+           'RetrieverMethod']
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
@@ -399,6 +400,15 @@ def check_options(method: str, options: dict, allowed=()) -> None:
     "Refuse options a method does not take (the message names the option as a command-line flag)."
     extra = sorted(set(options) - set(allowed))
     if extra: raise MethodOptionError(f"--method {method} does not take {', '.join('--' + o.replace('_', '-') for o in extra)}")
+
+def method_backend(method: str,                  # who asks, for the message: e.g. 'raptor'
+                   llm_backend: str = 'llama_cpp',  # a key of 03's BACKENDS
+                   llm_model=None,               # a .gguf path for llama_cpp, a model name otherwise; None: the backend's default
+                   cache_dir=None) -> Backend:   # where its calls are recorded (and replayed from)
+    "The LLM a method's options name (`-o llm_backend=… -o llm_model=…`), recorded; a bad choice is a `MethodOptionError`."
+    kw = {'model_path': llm_model} if llm_backend == 'llama_cpp' else ({'model': llm_model} if llm_model else {})
+    try: return make_backend(llm_backend, cache_dir=Path(cache_dir) if cache_dir else None, **kw)
+    except (BackendError, TypeError) as e: raise MethodOptionError(f'--method {method}: {e}') from None
 
 # %% ../../nbs/03a_answer.ipynb #ff3ff0e3
 class GeneratorAnswer:

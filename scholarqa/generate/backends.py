@@ -16,10 +16,10 @@ from ..doc import atomic_write_json
 
 # %% auto #0
 __all__ = ['SMOLLM2_GGUF', 'OPENAI_DEFAULT_URL', 'BACKENDS', 'CACHE_MODES', 'Message', 'GenParams', 'Completion', 'BackendError',
-           'JSONOutputError', 'as_messages', 'parse_json_object', 'Backend', 'default_gguf_path', 'gguf_model_id',
-           'LlamaCppBackend', 'TransformersBackend', 'OpenAIBackend', 'openai_reply', 'OpenAIStub', 'make_backend',
-           'CacheMiss', 'CacheCorrupt', 'cache_mode_from_env', 'cache_key', 'read_cached_call', 'CachedBackend',
-           'llm_entity_extractor', 'Ledger', 'backend_speed']
+           'JSONOutputError', 'as_messages', 'parse_json_object', 'Backend', 'ScriptedBackend', 'json_max_chars',
+           'default_gguf_path', 'gguf_model_id', 'LlamaCppBackend', 'TransformersBackend', 'OpenAIBackend',
+           'openai_reply', 'OpenAIStub', 'make_backend', 'CacheMiss', 'CacheCorrupt', 'cache_mode_from_env',
+           'cache_key', 'read_cached_call', 'CachedBackend', 'llm_entity_extractor', 'Ledger', 'backend_speed']
 
 # %% ../../nbs/03_generate.ipynb #ce868cb5
 @dataclass
@@ -131,6 +131,43 @@ class Backend:
                            f'attempts (last error: {errors[-1]}); raise retries/max_tokens or use a larger model')
 
     def __repr__(self): return f'{type(self).__name__}(name={self.name!r}, model={self.model_id!r})'
+
+# %% ../../nbs/03_generate.ipynb #84999d97
+class ScriptedBackend(Backend):
+    "Replies fixed in advance, one per call in order (then `always`, if given); what each call was asked is kept in `seen`."
+    name = 'scripted'
+    def __init__(self, replies=(), always: str | None = None, model_id: str = 'script-v1', latency_s: float = 0.0):
+        self.replies, self.always, self.model_id, self.latency_s = list(replies), always, model_id, latency_s
+        self.seen = []                                          # (kind, prompt, params, schema) of every call
+    def _call(self, kind, prompt, params, schema=None):
+        self.seen.append((kind, prompt, params, schema))
+        if self.replies: text = self.replies.pop(0)
+        elif self.always is not None: text = self.always
+        else: raise BackendError(f'scripted backend: no reply left for call {len(self.seen)}')
+        return Completion(text, self.name, self.model_id, 3, len(text.split()), self.latency_s)
+
+# %% ../../nbs/03_generate.ipynb #84999d9a
+def json_max_chars(schema: dict) -> int | None:
+    "The longest `json.dumps` of any instance of `schema` (ASCII, no escapes), or None when the schema leaves it unbounded."
+    if 'enum' in schema: return max(len(json.dumps(v)) for v in schema['enum'])
+    t = schema.get('type')
+    if t == 'string': return schema['maxLength'] + 2 if 'maxLength' in schema else None
+    if t == 'boolean': return 5
+    if t == 'null': return 4
+    if t == 'integer': return 20                                   # a 64-bit integer with its sign
+    if t == 'number': return 24                                    # repr of a float: sign, 17 digits, point, exponent
+    if t == 'array':
+        item = json_max_chars(schema.get('items', {}))
+        n = schema.get('maxItems')
+        if n is None or item is None: return None
+        return 2 + n * item + 2 * max(n - 1, 0)
+    if t == 'object':
+        props = schema.get('properties', {})
+        if schema.get('additionalProperties', True) is not False and not props: return None
+        parts = [json_max_chars(v) for v in props.values()]
+        if None in parts: return None
+        return 2 + sum(len(json.dumps(k)) + 2 + p for k, p in zip(props, parts)) + 2 * max(len(props) - 1, 0)
+    return None
 
 # %% ../../nbs/03_generate.ipynb #1176fd2d
 SMOLLM2_GGUF = 'SmolLM2-135M-Instruct.Q4_1.gguf'

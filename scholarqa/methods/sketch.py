@@ -20,14 +20,14 @@ from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.dense import DenseRetriever, VectorIndex, chunk_int_id
 from ..retrieval.fusion import reciprocal_rank_fusion
-from ..generate.answer import GeneratorAnswer, MethodOptionError, check_options, content_words, register_method
-from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, make_backend
+from ..generate.answer import GeneratorAnswer, MethodOptionError, check_options, content_words, method_backend, register_method
+from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend
 
 # %% auto #0
-__all__ = ['TRIPLE_SCHEMA', 'SKETCH_CACHE_VERSION', 'Triple', 'spacy_triples', 'extract_triples', 'triple_prompt',
-           'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of', 'KGHit', 'KGRetriever', 'dense_over',
-           'SKETCH', 'sketch_cache', 'sketch_llm_triples', 'sketch_parts', 'triple_backend', 'sketch_method',
-           'kg_method', 'semantic_method', 'naive_method']
+__all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_CACHE_VERSION', 'Triple', 'spacy_triples', 'extract_triples',
+           'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of', 'KGHit', 'KGRetriever',
+           'dense_over', 'SKETCH', 'sketch_cache', 'sketch_llm_triples', 'sketch_parts', 'triple_backend',
+           'sketch_method', 'kg_method', 'semantic_method', 'naive_method']
 
 # %% ../../nbs/05_sketch.ipynb #5a000009
 @dataclass(frozen=True)
@@ -118,9 +118,10 @@ def extract_triples(chunks, nlp=None, batch_size: int = 64, show: bool = False,
 
 # %% ../../nbs/05_sketch.ipynb #5a000041
 TRIPLE_SCHEMA = {'type': 'object', 'required': ['triples'], 'properties': {'triples': {
-    'type': 'array', 'maxItems': 6, 'items': {'type': 'object', 'required': ['subject', 'relation', 'object'], 'properties': {
-        'subject': {'type': 'string', 'maxLength': 80}, 'relation': {'type': 'string', 'maxLength': 40},
-        'object': {'type': 'string', 'maxLength': 80}}}}}}
+    'type': 'array', 'maxItems': 5, 'items': {'type': 'object', 'required': ['subject', 'relation', 'object'], 'properties': {
+        'subject': {'type': 'string', 'maxLength': 60}, 'relation': {'type': 'string', 'maxLength': 30},
+        'object': {'type': 'string', 'maxLength': 60}}}}}}
+TRIPLE_MAX_TOKENS = json_max_chars(TRIPLE_SCHEMA)     # 03: room for the longest reply the schema allows, so none is cut off
 
 def triple_prompt(text: str) -> list:
     "Messages asking for one chunk's facts as (subject, relation, object) triples."
@@ -139,7 +140,7 @@ def _sk_sentence(text: str, words: set) -> str:
 
 def llm_chunk_triples(text: str, backend, params=None, retries: int = 1) -> tuple[list[tuple[str, str, str, str]], int]:
     "(subject, relation, object, sentence) an LLM reads in `text`, kept when subject and object are grounded in it; and the number dropped."
-    obj, _ = backend.json(triple_prompt(text), TRIPLE_SCHEMA, params or GenParams(max_tokens=256, temperature=0.0), retries)
+    obj, _ = backend.json(triple_prompt(text), TRIPLE_SCHEMA, params or GenParams(max_tokens=TRIPLE_MAX_TOKENS, temperature=0.0), retries)
     words, out, dropped = set(content_words(text)), [], 0
     for t in obj.get('triples', []):
         s, r, o = (' '.join(str(t.get(x, '')).split()).lower() for x in ('subject', 'relation', 'object'))
@@ -343,49 +344,35 @@ def _sk_read(d: Path) -> dict:
 
 def sketch_cache(store, papers=None, nlp=None, percentile: float = 95.0, rebuild: bool = False, show: bool = True) -> dict:
     "What SKETCH derives from an index (chunks, triples, vectors, build report): read from INDEX/sketch/, or built now."
-    d, fresh = store.derived('sketch', SKETCH_CACHE_VERSION, _SK_FILES)
-    if fresh and not rebuild: return _sk_read(d)
-    with writer_lock(store.path):                     # it writes into the index folder: one writer at a time
-        d, fresh = store.derived('sketch', SKETCH_CACHE_VERSION, _SK_FILES)
-        if fresh and not rebuild: return _sk_read(d)
-        papers = list(papers) if papers is not None else store.papers()
+    def build(d):
+        ps = list(papers) if papers is not None else store.papers()
         enc, tok = store.encoder, store.encoder.tokenizer
-        small = chunk_corpus(papers, 'recursive', tokenizer=tok, size=100, overlap=16, progress=show)
+        small = chunk_corpus(ps, 'recursive', tokenizer=tok, size=100, overlap=16, progress=show)
         triples, report = extract_triples(small, nlp, show=show)
-        semantic = chunk_corpus(papers, 'semantic', tokenizer=tok, embed=enc.encode, percentile=percentile, progress=show)
-        naive = chunk_corpus(papers, 'fixed', tokenizer=tok, size=1000)
-        d.mkdir(parents=True, exist_ok=True)
+        semantic = chunk_corpus(ps, 'semantic', tokenizer=tok, embed=enc.encode, percentile=percentile, progress=show)
+        naive = chunk_corpus(ps, 'fixed', tokenizer=tok, size=1000)
         write_chunks(d / 'small_chunks.jsonl', small)
         atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
         write_chunks(d / 'semantic_chunks.jsonl', semantic); atomic_write_npy(d / 'semantic_vectors.npy', enc.encode_chunks(semantic).astype(np.float32))
         write_chunks(d / 'naive_chunks.jsonl', naive); atomic_write_npy(d / 'naive_vectors.npy', enc.encode_chunks(naive).astype(np.float32))
-        report = {**report, 'papers': len(papers), 'small_chunks': len(small), 'semantic_chunks': len(semantic),
+        report = {**report, 'papers': len(ps), 'small_chunks': len(small), 'semantic_chunks': len(semantic),
                   'naive_chunks': len(naive), 'percentile': percentile}
         atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
-        store.mark_derived('sketch', SKETCH_CACHE_VERSION, **{k: v for k, v in report.items() if k != 'failed'})
-    return _sk_read(d)
+        return {k: v for k, v in report.items() if k != 'failed'}
+    return store.derive('sketch', SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild)    # 02g_store: one writer at a time
 
 def sketch_llm_triples(store, backend, papers=None, rebuild: bool = False, show: bool = True) -> tuple[list[Triple], dict]:
     "An LLM's triples of the index's small chunks: read from INDEX/sketch-llm/ if that LLM made them, or made now."
-    files = ('triples.jsonl', 'report.json')
-    def ready():
-        d, fresh = store.derived('sketch-llm', SKETCH_CACHE_VERSION, files)
-        meta = json.loads((d / 'meta.json').read_text(encoding='utf-8')) if fresh else {}
-        return d, fresh and not rebuild and meta.get('llm') == backend.model_id
-    d, ok = ready()
-    if not ok:
-        small = sketch_cache(store, papers, show=show)['small']
-        with writer_lock(store.path):
-            d, ok = ready()
-            if not ok:
-                triples, report = extract_triples(small, backend=backend, show=show)
-                d.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
-                atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
-                store.mark_derived('sketch-llm', SKETCH_CACHE_VERSION, llm=backend.model_id, triples=len(triples),
-                                   failed=len(report['failed']), ungrounded=report['ungrounded'])
-    return ([Triple(**json.loads(l)) for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l],
-            json.loads((d / 'report.json').read_text(encoding='utf-8')))
+    def build(d):
+        triples, report = extract_triples(sketch_cache(store, papers, show=show)['small'], backend=backend, show=show)
+        atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
+        atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
+        return {'triples': len(triples), 'failed': len(report['failed']), 'ungrounded': report['ungrounded']}
+    def read(d):
+        return ([Triple(**json.loads(l)) for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l],
+                json.loads((d / 'report.json').read_text(encoding='utf-8')))
+    return store.derive('sketch-llm', SKETCH_CACHE_VERSION, ('triples.jsonl', 'report.json'), build, read, rebuild,
+                        match={'llm': backend.model_id})
 
 def sketch_parts(store, papers=None, nlp=None,
                  backend=None) -> dict:      # an LLM backend: the graph from its triples (`sketch_llm_triples`), else spaCy's
@@ -403,9 +390,7 @@ def sketch_parts(store, papers=None, nlp=None,
 
 def triple_backend(store, llm_backend: str = 'llama_cpp', llm_model=None, llm_cache=None):
     "The LLM backend of `extractor='llm'` (03's; SmolLM2 by default), its calls recorded in `llm_cache` or INDEX/sketch-llm/llm_calls."
-    kw = {'model_path': llm_model} if llm_backend == 'llama_cpp' else ({'model': llm_model} if llm_model else {})
-    try: return make_backend(llm_backend, cache_dir=Path(llm_cache) if llm_cache else store.path / 'sketch-llm' / 'llm_calls', **kw)
-    except (BackendError, TypeError) as e: raise MethodOptionError(f'--method sketch/kg, extractor llm: {e}') from None
+    return method_backend('sketch/kg, extractor llm', llm_backend, llm_model, llm_cache or store.path / 'sketch-llm' / 'llm_calls')
 
 class _SketchSide(GeneratorAnswer):
     "One retriever of the family as a method (its context answered by 03a's generator)."

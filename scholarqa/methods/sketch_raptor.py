@@ -15,7 +15,7 @@ import numpy as np
 from ..doc import atomic_write_npy, atomic_write_text, progress, split_sentences, writer_lock
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
-from ..generate.answer import MethodOptionError, RetrieverMethod, check_options, content_words, register_method, truncate_tokens
+from ..generate.answer import MethodOptionError, RetrieverMethod, check_options, content_words, method_backend, register_method, truncate_tokens
 from ..generate.backends import BackendError, GenParams, make_backend
 from .sketch import dense_over
 
@@ -259,31 +259,21 @@ def raptor_cache(store, summariser: str = 'llm',     # 'llm' (03's backend) | 'e
     "An index's RAPTOR forest: read from INDEX/raptor[-extractive]/, or built now (and kept there)."
     if summariser not in ('llm', 'extractive'): raise MethodOptionError(f"summariser must be 'llm' or 'extractive', not {summariser!r}")
     name = 'raptor' if summariser == 'llm' else 'raptor-extractive'
-    d, fresh = store.derived(name, RAPTOR_CACHE_VERSION, _RP_FILES)
-    if fresh and not rebuild: return _rp_read(d)
-    with writer_lock(store.path):
-        d, fresh = store.derived(name, RAPTOR_CACHE_VERSION, _RP_FILES)
-        if fresh and not rebuild: return _rp_read(d)
-        papers = list(papers) if papers is not None else store.papers()
+    def build(d):
+        ps = list(papers) if papers is not None else store.papers()
         enc = store.encoder
-        leaves = chunk_corpus(papers, 'recursive', tokenizer=enc.tokenizer, size=100, overlap=0, progress=show)
+        leaves = chunk_corpus(ps, 'recursive', tokenizer=enc.tokenizer, size=100, overlap=0, progress=show)
         ext = ExtractiveSummariser(enc)
-        if summariser == 'llm':
-            kw = {'model_path': llm_model} if llm_backend == 'llama_cpp' else ({'model': llm_model} if llm_model else {})
-            try: backend = make_backend(llm_backend, cache_dir=Path(llm_cache) if llm_cache else d / 'llm_calls', **kw)
-            except (BackendError, TypeError) as e: raise MethodOptionError(f'--method raptor: {e}') from None
-            summarise = LLMSummariser(backend, tokenizer=enc.tokenizer)
-        else: summarise = ext
+        summarise = (LLMSummariser(method_backend('raptor', llm_backend, llm_model, llm_cache or d / 'llm_calls'), tokenizer=enc.tokenizer)
+                     if summariser == 'llm' else ext)
         tree = build_forest(leaves, enc.encode_chunks(leaves), summarise, enc, fallback=ext, seed=seed, show=show)
-        d.mkdir(parents=True, exist_ok=True)
         write_chunks(d / 'nodes.jsonl', tree.nodes)
         atomic_write_npy(d / 'vectors.npy', tree.vectors.astype(np.float32))
         atomic_write_text(d / 'tree.json', json.dumps({'layers': tree.layers, 'children': tree.children,
                                                        'summariser': tree.summariser, 'seed': seed, 'report': tree.report}))
-        store.mark_derived(name, RAPTOR_CACHE_VERSION, summariser=tree.summariser, seed=seed, nodes=len(tree.nodes),
-                           **{k: v for k, v in tree.report.items() if not isinstance(v, dict)},
-                           fallbacks=len(tree.report['fallbacks']), failed=len(tree.report['failed']))
-    return _rp_read(d)
+        return {'summariser': tree.summariser, 'nodes': len(tree.nodes), **{k: v for k, v in tree.report.items() if not isinstance(v, dict)},
+                'fallbacks': len(tree.report['fallbacks']), 'failed': len(tree.report['failed'])}
+    return store.derive(name, RAPTOR_CACHE_VERSION, _RP_FILES, build, _rp_read, rebuild, match={'seed': seed})   # 02g_store
 
 @register_method('raptor', "RAPTOR (SKETCH's baseline): a tree of cluster summaries per paper, all nodes searched as one pool")
 def raptor_method(store, summariser: str = 'llm', budget: int = 2000, llm_backend: str = 'llama_cpp', llm_model=None,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from ..doc import atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy, writer_lock
+from ..doc import atomic_write_bytes, atomic_write_npy, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy, writer_lock
 from ..kg.rdf import add_entities, corpus_to_dataset, kg_select, paragraph_iri
 from ..kg.entities import PatternExtractor, entity_key, extract_entities
 from ..retrieval.base import Chunk, Hit, chunk_index_text, read_chunks, write_chunks
@@ -373,22 +373,15 @@ def _read_structrag_cache(d: Path):
 def structrag_cache(store: IndexStore, papers=None,           # Paper objects; None: the index's corpus folder
                     rebuild: bool = False) -> tuple[EntityLayer, list, np.ndarray]:
     "(entity layer, vanilla chunks, vanilla vectors) of an index: read from INDEX_DIR/structrag/, or rebuilt when the index changed."
-    d, fresh = store.derived('structrag', STRUCTRAG_CACHE_VERSION, _SR_FILES)
-    if fresh and not rebuild: return _read_structrag_cache(d)
-    with writer_lock(store.path):            # it writes into the index folder: one writer at a time (00_doc)
-        d, fresh = store.derived('structrag', STRUCTRAG_CACHE_VERSION, _SR_FILES)
-        if fresh and not rebuild: return _read_structrag_cache(d)          # another process built it while this one waited
-        papers = list(papers) if papers is not None else store.papers()
-        layer = build_entity_layer(papers)
-        vch = vanilla_chunks(papers, store.encoder.tokenizer)
-        vvecs = store.encoder.encode_chunks(vch).astype(np.float32)      # (n_vanilla_chunks, d)
-        buf = io.BytesIO(); np.save(buf, vvecs)
+    def build(d):
+        ps = list(papers) if papers is not None else store.papers()
+        layer = build_entity_layer(ps)
+        vch = vanilla_chunks(ps, store.encoder.tokenizer)
         save_entity_layer(layer, d / 'entities.json')
         write_chunks(d / 'vanilla_chunks.jsonl', vch)
-        atomic_write_bytes(d / 'vanilla_vectors.npy', buf.getvalue())
-        store.mark_derived('structrag', STRUCTRAG_CACHE_VERSION, entities=len(layer.names), vanilla_chunks=len(vch),
-                           extractors=layer.extractors)
-    return layer, vch, vvecs
+        atomic_write_npy(d / 'vanilla_vectors.npy', store.encoder.encode_chunks(vch).astype(np.float32))   # (n_vanilla_chunks, d)
+        return {'entities': len(layer.names), 'vanilla_chunks': len(vch), 'extractors': layer.extractors}
+    return store.derive('structrag', STRUCTRAG_CACHE_VERSION, _SR_FILES, build, _read_structrag_cache, rebuild)   # 02g_store
 
 # %% ../../nbs/04_structrag.ipynb #7888fa4e
 def structrag_messages(question: str, hits, structure: bool = True,    # False: passages without labels or section paths

@@ -201,6 +201,30 @@ def mark_derived(self: IndexStore, name: str, version: int, **info) -> None:
                                                       'built': time.strftime('%Y-%m-%dT%H:%M:%S')})
 
 @patch
+def derive(self: IndexStore, name: str, version: int, files,   # as `derived`
+           build,                      # build(folder) -> dict: writes `files` into the folder, returns what meta.json records
+           read,                       # read(folder) -> what the caller gets
+           rebuild: bool = False,      # build even when the folder is fresh
+           match: dict | None = None):  # more that meta.json must hold to count as fresh, e.g. {'llm': model id}; recorded on build
+    "What method `name` derives from this index: `read` from its folder when fresh, else `build` it there (one writer at a time) and read that."
+    match = match or {}
+    def ready():
+        d, fresh = self.derived(name, version, files)
+        if fresh and match:
+            meta = json.loads((d / 'meta.json').read_text(encoding='utf-8'))
+            fresh = all(meta.get(k) == v for k, v in match.items())
+        return d, fresh and not rebuild
+    d, ok = ready()
+    if not ok:
+        with writer_lock(self.path):           # it writes into the index folder: one writer at a time (00_doc)
+            d, ok = ready()                    # another process may have built it while this one waited
+            if not ok:
+                d.mkdir(parents=True, exist_ok=True)
+                info = build(d) or {}
+                self.mark_derived(name, version, **match, **info)
+    return read(d)
+
+@patch
 def record_corpus_dir(self: IndexStore, corpus_dir) -> None:
     "Remember the ingested folder the index was built from, so methods that need whole papers (04–08) can reload them."
     d = str(Path(corpus_dir).resolve())
@@ -413,4 +437,3 @@ def speed_table(texts, vecs, queries, query_encoder, sizes=(1000,), seed: int = 
 
 SPEED_TIMING_COLUMNS = ['p50_ms', 'p95_ms', 'mean_ms', 'other_cores', 'alone', 'load_before', 'build_s', 'index_rss_mb',
                         'search_ms_p50', 'flat_search_ms_p50']   # what `RunRecord.table(..., timing=)` declares for these tables
-
