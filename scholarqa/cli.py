@@ -117,12 +117,13 @@ def _add_kg(sub) -> None:
     b = ks.add_parser('build', help='build/update the dataset of a corpus folder (incremental)')
     b.add_argument('corpus', help='corpus folder written by `scholarqa ingest`')
     b.add_argument('--out', help='dataset file to write (.trig or .nq); read first if it exists, so re-runs are incremental')
-    b.add_argument('--store', default='memory', help="'memory' (default) or 'oxigraph:PATH' (persistent)")
+    b.add_argument('--store', default='memory', help="where the graph lives: 'memory' (default; with --out), 'oxigraph:DIR' "
+                   "(a folder), or 'sparql:URL' (a SPARQL 1.1 server: its address, or QUERY_URL,UPDATE_URL[,STORE_URL])")
     b.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
     _wait_flag(b)
     b.set_defaults(func=_kg_build_cmd)
     q = ks.add_parser('query', help='run a SPARQL query on a dataset file or store')
-    q.add_argument('target', help="a .trig/.nq file or a store spec ('oxigraph:PATH', 'sparql:URL')")
+    q.add_argument('target', help="a .trig/.nq file or a store: 'oxigraph:DIR' or 'sparql:URL' (a SPARQL 1.1 server)")
     q.add_argument('sparql', help='the SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE)')
     q.add_argument('--json', action='store_true', help='print JSON (rows as objects) instead of text')
     q.set_defaults(func=_kg_query_cmd)
@@ -132,7 +133,7 @@ def _kg_build_cmd(args) -> int:
     kg = need('scholarqa.kg.rdf', 'kg', 'kg build')
     from scholarqa.ingest import load_manifest, MANIFEST
     if args.store == 'memory' and not args.out:
-        print('scholarqa kg build: give --out FILE.trig (or a persistent --store oxigraph:PATH)', file=sys.stderr); return 2
+        print('scholarqa kg build: give --out FILE.trig (or a persistent --store oxigraph:DIR or sparql:URL)', file=sys.stderr); return 2
     import contextlib
     from scholarqa.doc import writer_lock
     target = args.out or (args.store.split(':', 1)[1] if args.store.startswith('oxigraph:') else None)   # what this run writes
@@ -145,7 +146,7 @@ def _kg_build_cmd(args) -> int:
             t0 = time.time()
             rep = kg.sync_with_manifest(ds, args.corpus)
             if args.out: kg.save_dataset(ds, args.out)
-            rep.update(papers=len(kg.paper_graphs(ds)), triples=len(ds), seconds=round(time.time() - t0, 3))
+            rep.update(papers=len(kg.paper_graphs(ds)), triples=kg.quad_count(ds), seconds=round(time.time() - t0, 3))
             if kg.is_oxigraph(ds): ds.close()
     except (OSError, ValueError) as e:
         print(f'scholarqa kg build: {e}', file=sys.stderr); return 2

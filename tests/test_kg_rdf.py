@@ -206,10 +206,11 @@ def test_oxigraph_store_matches_memory(demo, tmp_path):
 
 
 def test_remote_store_is_constructed_only():
-    ds = open_store('sparql:http://127.0.0.1:9/sparql')
-    assert type(ds.store).__name__ == 'SPARQLStore'
-    ds = open_store('sparql+update:http://127.0.0.1:9/q,http://127.0.0.1:9/u')
-    assert type(ds.store).__name__ == 'SPARQLUpdateStore'
+    ds = open_store('sparql:http://127.0.0.1:9/sparql')             # one endpoint for queries and updates, no bulk load
+    assert (ds.store.query_endpoint, ds.store.update_endpoint, ds.store.graph_store_endpoint) == \
+        ('http://127.0.0.1:9/sparql', 'http://127.0.0.1:9/sparql', None)
+    ds = open_store('sparql+update:http://127.0.0.1:9/q,http://127.0.0.1:9/u')   # the older spelling
+    assert (ds.store.query_endpoint, ds.store.update_endpoint) == ('http://127.0.0.1:9/q', 'http://127.0.0.1:9/u')
     with pytest.raises(ValueError): open_store('mongodb://x')
 
 

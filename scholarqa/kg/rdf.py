@@ -35,16 +35,17 @@ from ..ingest import Corpus, PARSER_VERSION, load_manifest
 
 # %% auto #0
 __all__ = ['BASE', 'SQA', 'DOCO', 'DEO', 'FABIO', 'CITO', 'C4O', 'BIRO', 'PO', 'KG_PREFIXES', 'SPARQL_PREFIXES', 'KG_VERSION',
-           'ENTITIES_GRAPH', 'SCHOLARLY_GRAPH', 'ONTOLOGY_TTL', 'KG_TYPES', 'RDF_FORMATS', 'paper_iri', 'section_iri',
-           'paragraph_iri', 'sentence_iri', 'float_iri', 'reference_iri', 'entity_iri', 'person_iri', 'venue_iri',
-           'org_iri', 'graph_iri', 'source_iri', 'pid_of_graph', 'pid_of_iri', 'person_id', 'venue_id', 'org_id',
-           'load_ontology', 'write_ontology', 'bind_prefixes', 'paper_class', 'paper_triples', 'paper_to_rdf',
+           'ENTITIES_GRAPH', 'SCHOLARLY_GRAPH', 'ONTOLOGY_TTL', 'KG_TYPES', 'RDF_FORMATS', 'STORE_SPECS', 'paper_iri',
+           'section_iri', 'paragraph_iri', 'sentence_iri', 'float_iri', 'reference_iri', 'entity_iri', 'person_iri',
+           'venue_iri', 'org_iri', 'graph_iri', 'source_iri', 'pid_of_graph', 'pid_of_iri', 'person_id', 'venue_id',
+           'org_id', 'load_ontology', 'write_ontology', 'bind_prefixes', 'paper_class', 'paper_triples', 'paper_to_rdf',
            'new_dataset', 'union_view', 'add_paper', 'paper_graphs', 'corpus_to_dataset', 'type_counts',
-           'corpus_counts', 'rdf_format', 'save_dataset', 'load_kg', 'paper_turtle', 'graphs_isomorphic',
-           'remove_paper', 'replace_paper', 'triples_naming', 'sync_with_manifest', 'entity_class', 'extractor_iri',
-           'add_entities', 'kg_select', 'find_entities', 'paragraphs_mentioning', 'paper_outline', 'citations_of',
-           'cited_by', 'entity_neighbourhood', 'find_entity_info', 'open_store', 'is_oxigraph', 'load_into',
-           'add_graph_to_dataset']
+           'corpus_counts', 'rdf_format', 'save_dataset', 'load_kg', 'paper_turtle', 'graphs_isomorphic', 'is_oxigraph',
+           'is_remote', 'remove_paper', 'replace_paper', 'triples_naming', 'quad_count', 'sync_with_manifest',
+           'entity_class', 'extractor_iri', 'add_entities', 'sparql_term', 'with_values', 'kg_select', 'find_entities',
+           'paragraphs_mentioning', 'paper_outline', 'citations_of', 'cited_by', 'entity_neighbourhood',
+           'find_entity_info', 'sparql_endpoints', 'SparqlServerStore', 'open_store', 'load_into',
+           'add_graph_to_dataset', 'OxigraphServer']
 
 # %% ../../nbs/01_kg.ipynb #a2d9aafc
 BASE = 'https://w3id.org/scholarqa/'                        # resource IRIs
@@ -477,6 +478,13 @@ def graphs_isomorphic(a: RDFDataset, b: RDFDataset) -> bool:
     return True
 
 # %% ../../nbs/01_kg.ipynb #1d296a76
+def is_oxigraph(ds) -> bool: return type(ds.store).__name__ == 'OxigraphStore'
+
+def is_remote(ds) -> bool:
+    "Is `ds` a SPARQL server reached over HTTP (rdflib's SPARQLStore and its update-capable subclass)?"
+    from rdflib.plugins.stores.sparqlstore import SPARQLStore
+    return isinstance(ds.store, SPARQLStore)
+
 def _rdf_paper_nodes(ds: RDFDataset, pid: str) -> set:
     "Every IRI the dataset has under the paper's IRI (paper, sections, paragraphs, sentences, references…), plus the graph IRI."
     P = paper_iri(pid)
@@ -491,6 +499,7 @@ def remove_paper(ds: RDFDataset, pid: str, keep_incoming: bool = False) -> int:
     """Delete a paper: its named graph, every triple elsewhere naming it or its parts, and re-point other papers'
     citations of it to their reference nodes (`keep_incoming` leaves incoming citations alone, for a replacement).
     Returns the number of quads removed."""
+    if is_remote(ds): return _rdf_remove_paper_remote(ds, pid, keep_incoming)
     P, G = paper_iri(pid), graph_iri(pid)
     nodes = _rdf_paper_nodes(ds, pid)
     before = len(ds)
@@ -509,16 +518,40 @@ def remove_paper(ds: RDFDataset, pid: str, keep_incoming: bool = False) -> int:
             cg.remove((s, p, o))
     return before - len(ds)
 
+def _rdf_remove_paper_remote(ds: RDFDataset, pid: str, keep_incoming: bool) -> int:
+    "`remove_paper` on a SPARQL server, which cannot list quads by pattern across graphs: the same steps, found by SPARQL."
+    P, G = paper_iri(pid), graph_iri(pid)          # percent-encoded (_rdf_seg): safe in <…>
+    if not keep_incoming:
+        q = SPARQL_PREFIXES + f"""SELECT ?g ?s ?r WHERE {{ GRAPH ?g {{ ?s cito:cites <{P}> OPTIONAL {{ ?r biro:references <{P}> }} }}
+          FILTER(?g != <{G}>) }}"""
+        for g, s, r in list(union_view(ds).query(q)):
+            cg = ds.graph(g)
+            if r is not None: cg.add((s, CITO.cites, r)); cg.remove((r, BIRO.references, P))
+            cg.remove((s, CITO.cites, P))
+    g = ds.graph(G)
+    removed = len(g)
+    ds.remove_graph(g)
+    for s, p, o, c in triples_naming(ds, pid):
+        if keep_incoming and o == P and p in (CITO.cites, BIRO.references): continue
+        ds.graph(c).remove((s, p, o)); removed += 1
+    return removed
+
 def replace_paper(ds: RDFDataset, paper: Paper) -> URIRef:
     "Rewrite a paper's graph (same id: citations of it from other papers stay as they are)."
     remove_paper(ds, paper.id, keep_incoming=True)
     return add_paper(ds, paper)
 
 def triples_naming(ds: RDFDataset, pid: str) -> list[tuple]:
-    "Every quad whose subject or object is the paper, one of its parts, or its graph IRI (a scan: for checks and tests)."
-    P, G = str(paper_iri(pid)), str(graph_iri(pid))
-    def names(t): return isinstance(t, URIRef) and (str(t) == P or str(t).startswith(P + '/') or str(t) == G)
-    return [q for q in ds.quads((None, None, None, None)) if names(q[0]) or names(q[2]) or pid_of_graph(q[3]) == pid]
+    "Every quad (s, p, o, g) in the paper's graph or whose subject or object is the paper, one of its parts or its graph IRI (a scan: for checks and tests)."
+    P, G = paper_iri(pid), graph_iri(pid)          # every character outside the unreserved set percent-encoded: safe in <…>
+    q = f"""SELECT ?s ?p ?o ?g WHERE {{ GRAPH ?g {{ ?s ?p ?o }}
+      FILTER(?g = <{G}> || ?s = <{P}> || ?s = <{G}> || STRSTARTS(STR(?s), "{P}/")
+             || (isIRI(?o) && (?o = <{P}> || ?o = <{G}> || STRSTARTS(STR(?o), "{P}/")))) }}"""
+    return [tuple(r) for r in union_view(ds).query(q)]
+
+def quad_count(ds: RDFDataset) -> int:
+    "Triples of the named graphs, each counted once per graph that holds it: the same number in every store (`len` is not, see Stores)."
+    return int(next(iter(union_view(ds).query('SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }')))[0])
 
 # %% ../../nbs/01_kg.ipynb #699a2b03
 _Q_GRAPH_SOURCES = SPARQL_PREFIXES + """SELECT ?g ?hash ?version WHERE { GRAPH ?g {
@@ -534,7 +567,9 @@ def sync_with_manifest(ds: RDFDataset, corpus_dir, progress: bool = False) -> di
     stored = {}
     for g, h, v in ds.query(_Q_GRAPH_SOURCES):
         pid = pid_of_graph(g)
-        if pid is not None: stored[pid] = (str(h) if h is not None else None, str(v))
+        if pid is not None:      # a paper read from two files (a PDF and its Markdown twin) has a row per source, in any order
+            hs = stored.get(pid, (set(), None))[0]
+            stored[pid] = (hs | {str(h) if h is not None else None}, str(v))
     stored_refs = defaultdict(set)
     for g, t in ds.query(_Q_RESOLVED):
         if pid_of_graph(g) is not None: stored_refs[pid_of_graph(g)].add(pid_of_iri(t))
@@ -543,9 +578,10 @@ def sync_with_manifest(ds: RDFDataset, corpus_dir, progress: bool = False) -> di
         remove_paper(ds, pid); report['removed'] += 1
     for p in corpus:
         if p.id not in stored: add_paper(ds, p); report['added'] += 1; continue
-        h, version = stored[p.id]
+        hashes, version = stored[p.id]
         resolved = {r.resolved for r in p.references if r.resolved and r.resolved != p.id}
-        if h != file_hash.get(p.id) or version != KG_VERSION or resolved != stored_refs.get(p.id, set()):
+        now = (p.source or {}).get('file_hash') or file_hash.get(p.id)   # the file the graph records (a twin's primary), else the manifest's
+        if now not in hashes or version != KG_VERSION or resolved != stored_refs.get(p.id, set()):
             replace_paper(ds, p); report['rebuilt'] += 1
         else: report['unchanged'] += 1
     return report
@@ -602,15 +638,42 @@ def _rdf_py(v):
         return py if isinstance(py, (int, float, bool)) else str(v)
     return str(v)
 
+_SPARQL_ESCAPES = {'\\': '\\\\', '"': '\\"', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f'}
+_IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
+
+def sparql_term(t) -> str:
+    "An RDF term as SPARQL text: an IRI in <>, a literal quoted with every special character escaped (never a way out of the quotes)."
+    if isinstance(t, URIRef):
+        if _IRI_BAD.search(str(t)): raise ValueError(f'{str(t)[:80]!r} is not an IRI that can be written in a query')
+        return f'<{t}>'
+    if isinstance(t, Literal):
+        s = '"' + ''.join(_SPARQL_ESCAPES.get(c, c) for c in str(t)) + '"'
+        if t.language: return s + '@' + t.language
+        return s + (f'^^{sparql_term(URIRef(t.datatype))}' if t.datatype else '')
+    raise TypeError(f'cannot write a {type(t).__name__} into a SPARQL query')
+
+_WHERE = re.compile(r'\bWHERE\s*\{', re.I)
+
+def with_values(query: str, bindings: dict) -> str:
+    "`query` with `bindings` (name -> RDF term) as a VALUES block opening its outermost WHERE group (a pre-binding, as initBindings)."
+    if not bindings: return query
+    m = _WHERE.search(query)
+    if not m: raise ValueError('with_values: the query has no WHERE { … } group to bind values in')
+    names = ' '.join(f'?{k}' for k in bindings)
+    row = ' '.join(sparql_term(v) for v in bindings.values())
+    return f'{query[:m.end()]} VALUES ({names}) {{ ({row}) }} {query[m.end():]}'
+
 def kg_select(ds, query: str, **bindings) -> list[dict]:
     "Run a constant SPARQL SELECT on `ds` with `bindings` bound as RDF terms; rows as dicts of Python values."
-    res = union_view(ds).query(query, initBindings={k: _rdf_term(v) for k, v in bindings.items()})
+    b = {k: _rdf_term(v) for k, v in bindings.items()}
+    if is_remote(ds) or is_oxigraph(ds): res = union_view(ds).query(with_values(query, b))
+    else: res = union_view(ds).query(query, initBindings=b)               # rdflib's engine: pre-bound variables
     return [{str(k): _rdf_py(row[k]) for k in res.vars} for row in res]
 
 _Q_FIND_ENTITIES = SPARQL_PREFIXES + """SELECT DISTINCT ?q ?e ?label ?type WHERE {
   ?e a sqa:Entity ; rdfs:label ?label . { ?e rdfs:label ?name } UNION { ?e skos:altLabel ?name }
   FILTER(LCASE(STR(?name)) = LCASE(STR(?q)))
-  OPTIONAL { ?e a ?type FILTER(?type != sqa:Entity) } } ORDER BY ?e"""
+  OPTIONAL { ?e a ?type FILTER(?type != sqa:Entity) } } ORDER BY ?e ?label ?type"""
 
 def find_entities(ds, text: str) -> list[dict]:
     "Entities whose label or alias equals `text` (case-insensitive): [{'entity', 'label', 'type'}]."
@@ -647,8 +710,8 @@ def paper_outline(ds, pid: str) -> list[dict]:
     return [{'path': r['path'], 'title': r['title'], 'level': r['level'], 'paragraphs': r['n'], 'section': r['sec']}
             for r in kg_select(ds, _Q_OUTLINE, g=graph_iri(str(pid)))]
 
-_Q_CITATIONS = SPARQL_PREFIXES + """SELECT ?g ?paper ?t (SAMPLE(?rt) AS ?rtitle) (SAMPLE(?pt) AS ?ptitle)
-       (SAMPLE(?raw0) AS ?raw) (COUNT(?one) AS ?found) WHERE {
+_Q_CITATIONS = SPARQL_PREFIXES + """SELECT ?g ?paper ?t (MIN(?rt) AS ?rtitle) (MIN(?pt) AS ?ptitle)
+       (MIN(?raw0) AS ?raw) (COUNT(?one) AS ?found) WHERE {
   GRAPH ?g { ?paper cito:cites ?t . OPTIONAL { ?t dcterms:title ?rt } OPTIONAL { ?t dcterms:bibliographicCitation ?raw0 } }
   OPTIONAL { ?t a fabio:ResearchPaper . BIND(1 AS ?one) OPTIONAL { ?t dcterms:title ?pt } } }
   GROUP BY ?g ?paper ?t ORDER BY ?t"""
@@ -667,7 +730,7 @@ def cited_by(ds, pid: str) -> list[str]:
     "Ids of the papers (of any graph) that cite paper `pid`."
     return sorted({pid_of_iri(r['citing']) or r['citing'] for r in kg_select(ds, _Q_CITED_BY, t=paper_iri(str(pid)))})
 
-_Q_COMENTIONED = SPARQL_PREFIXES + """SELECT ?e ?f (SAMPLE(?fl) AS ?label) (SAMPLE(?ft) AS ?type) (COUNT(DISTINCT ?para) AS ?n) WHERE {
+_Q_COMENTIONED = SPARQL_PREFIXES + """SELECT ?e ?f (MIN(?fl) AS ?label) (MIN(?ft) AS ?type) (COUNT(DISTINCT ?para) AS ?n) WHERE {
   ?para sqa:mentions ?e . ?para sqa:mentions ?f . FILTER(?f != ?e)
   OPTIONAL { ?f rdfs:label ?fl } OPTIONAL { ?f a ?ft FILTER(?ft != sqa:Entity) } } GROUP BY ?e ?f"""
 
@@ -698,33 +761,77 @@ def find_entity_info(ds, entity) -> dict:
     "Label and taxonomy type of an entity IRI ({} when the dataset does not know it)."
     rows = kg_select(ds, _Q_ENTITY_INFO, e=URIRef(str(entity)))
     if not rows: return {}
-    t = next((r['type'] for r in rows if r['type']), None)
-    return {'label': rows[0]['label'], 'type': t.rsplit('#', 1)[-1] if t else None}
+    t = min((r['type'] for r in rows if r['type']), default=None)
+    return {'label': min(r['label'] for r in rows), 'type': t.rsplit('#', 1)[-1] if t else None}
 
 # %% ../../nbs/01_kg.ipynb #8efac9c6
+STORE_SPECS = "'memory', 'oxigraph[:DIR]' or 'sparql:URL' (a server: its address, or QUERY_URL,UPDATE_URL[,STORE_URL])"
+
+def sparql_endpoints(arg: str) -> tuple[str, str, str | None]:
+    "(query, update, graph store) URLs of `sparql:ARG`: a bare server address means Oxigraph's /query, /update and /store."
+    parts = [p.strip() for p in arg.split(',') if p.strip()]
+    u = urllib.parse.urlparse(parts[0]) if parts else None
+    if not u or u.scheme not in ('http', 'https') or not u.netloc or len(parts) > 3:
+        raise ValueError(f'sparql:{arg}: give a server address (http://host:port) or QUERY_URL,UPDATE_URL[,STORE_URL]')
+    if len(parts) == 1 and u.path in ('', '/'):
+        base = parts[0].rstrip('/')
+        return f'{base}/query', f'{base}/update', f'{base}/store'
+    return parts[0], parts[1] if len(parts) > 1 else parts[0], parts[2] if len(parts) > 2 else None
+
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
+
+class SparqlServerStore(SPARQLUpdateStore):
+    """rdflib's SPARQL 1.1 client, with updates any server takes: creating a graph that exists or dropping one that does not
+    is no error (SILENT), and a deletion from a graph names it with GRAPH, not WITH (a server whose default graph is the
+    union, as Oxigraph's with --union-default-graph, refuses WITH)."""
+    def __init__(self, query_endpoint: str, update_endpoint: str, graph_store_endpoint: str | None = None):
+        super().__init__(query_endpoint=query_endpoint, update_endpoint=update_endpoint, returnFormat='json',
+                         method='POST')                    # POST: a long bound value cannot make the URL too long
+        self.graph_store_endpoint = graph_store_endpoint     # for `load_into`'s bulk load; None: INSERT DATA
+
+    def add_graph(self, graph) -> None:
+        if self.graph_aware and graph.identifier != DATASET_DEFAULT_GRAPH_ID:
+            self.update(f'CREATE SILENT GRAPH {self.node_to_sparql(graph.identifier)}')
+        else: super().add_graph(graph)
+
+    def remove_graph(self, graph) -> None:
+        if self.graph_aware and graph.identifier != DATASET_DEFAULT_GRAPH_ID:
+            self.update(f'DROP SILENT GRAPH {self.node_to_sparql(graph.identifier)}')
+        else: super().remove_graph(graph)
+
+    def remove(self, spo, context=None) -> None:
+        if context is None or not self._is_contextual(context): return super().remove(spo, context)
+        t = ' '.join('?' + v if x is None else self.node_to_sparql(x) for x, v in zip(spo, 'spo')) + ' .'
+        g = self.node_to_sparql(context.identifier)
+        self._transaction().append(f'DELETE {{ GRAPH {g} {{ {t} }} }} WHERE {{ GRAPH {g} {{ {t} }} }}')
+        if self.autocommit: self.commit()
+
 def open_store(spec: str = 'memory') -> RDFDataset:
-    "A Dataset on the store named by `spec`: 'memory', 'oxigraph[:PATH]', 'sparql:URL' or 'sparql+update:QUERY_URL[,UPDATE_URL]'."
+    "A Dataset on the store named by `spec`: 'memory', 'oxigraph[:DIR]' or 'sparql:URL' (see `STORE_SPECS`)."
     kind, _, arg = str(spec).partition(':')
     if kind == 'memory': return new_dataset()
     if kind == 'oxigraph':
         ds = RDFDataset(store='Oxigraph', default_union=True)
         if arg: Path(arg).mkdir(parents=True, exist_ok=True); ds.open(arg)
         return bind_prefixes(ds)
-    if kind == 'sparql':
-        from rdflib.plugins.stores.sparqlstore import SPARQLStore
-        return RDFDataset(store=SPARQLStore(query_endpoint=arg, returnFormat='json'), default_union=True)
-    if kind == 'sparql+update':
-        from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
-        q, _, u = arg.partition(',')
-        return RDFDataset(store=SPARQLUpdateStore(query_endpoint=q, update_endpoint=u or q, returnFormat='json'), default_union=True)
-    raise ValueError(f"unknown store {spec!r}: use 'memory', 'oxigraph[:PATH]', 'sparql:URL' or 'sparql+update:URL[,URL]'")
+    if kind in ('sparql', 'sparql+update'):          # 'sparql+update:' is the older spelling of the same thing
+        return RDFDataset(store=SparqlServerStore(*sparql_endpoints(arg)), default_union=True)
+    raise ValueError(f'unknown store {spec!r}: use {STORE_SPECS}')
 
-def is_oxigraph(ds) -> bool: return type(ds.store).__name__ == 'OxigraphStore'
+_GSP_TYPES = {'trig': 'application/trig', 'nquads': 'application/n-quads', 'turtle': 'text/turtle', 'nt': 'application/n-triples'}
 
 def load_into(ds: RDFDataset, path) -> RDFDataset:
-    "Load a .trig / .nq file into `ds`, with Oxigraph's own parser (bulk) when `ds` is an Oxigraph store."
+    "Load an RDF file into `ds` in bulk: Oxigraph's own parser, a server's Graph Store Protocol (POST), else rdflib's parser."
     fmt = rdf_format(path)
     if is_oxigraph(ds) and fmt in ('trig', 'nquads'): ds.parse(str(path), format=f'ox-{fmt}', transactional=False)
+    elif is_remote(ds) and getattr(ds.store, 'graph_store_endpoint', None):
+        import urllib.request
+        url = ds.store.graph_store_endpoint + ('' if fmt in ('trig', 'nquads') else '?default')   # triples: the default graph
+        req = urllib.request.Request(url, data=Path(path).read_bytes(), method='POST', headers={'Content-Type': _GSP_TYPES[fmt]})
+        try:
+            with urllib.request.urlopen(req, timeout=3600) as r: r.read()
+        except OSError as e: raise OSError(f'{path}: the server at {url} refused the bulk load: {e}') from None
     else: ds.parse(str(path), format=fmt)
     return ds
 
@@ -733,3 +840,50 @@ def add_graph_to_dataset(ds: RDFDataset, g: Graph, name=SCHOLARLY_GRAPH) -> URIR
     target = ds.graph(URIRef(str(name)))
     ds.addN((s, p, o, target) for s, p, o in g)
     return target.identifier
+
+class OxigraphServer:
+    "`oxigraph serve` (PyPI `oxigraph`) on a free port of 127.0.0.1, over folder `location` (None: a temporary one), for a `with` block."
+    def __init__(self, location=None, port: int | None = None, timeout_s: float = 30.0):
+        self.location, self.port, self.timeout_s, self.proc, self._tmp = location, port, timeout_s, None, None
+
+    @staticmethod
+    def binary() -> str:
+        "The `oxigraph` command: on PATH or beside this Python; a clear error when it is not installed."
+        import shutil, sys
+        found = shutil.which('oxigraph') or shutil.which('oxigraph', path=str(Path(sys.executable).parent))
+        if not found: raise FileNotFoundError("the Oxigraph server is not installed: pip install oxigraph (or 'scholarqa[kg]')")
+        return found
+
+    @property
+    def url(self) -> str: return f'http://127.0.0.1:{self.port}'
+    @property
+    def spec(self) -> str: return f'sparql:{self.url}'
+
+    def start(self) -> 'OxigraphServer':
+        import socket, subprocess, tempfile, time, urllib.request
+        if self.port is None:
+            with socket.socket() as s: s.bind(('127.0.0.1', 0)); self.port = s.getsockname()[1]
+        if self.location is None: self._tmp = tempfile.TemporaryDirectory(prefix='oxigraph-'); self.location = self._tmp.name
+        Path(self.location).mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen([self.binary(), 'serve', '--location', str(self.location), '--bind', f'127.0.0.1:{self.port}',
+                                      '--union-default-graph'], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < self.timeout_s:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f'oxigraph serve exited ({self.proc.returncode}): {self.proc.stderr.read().decode(errors="replace")[-500:]}')
+            try:
+                with urllib.request.urlopen(f'{self.url}/query?query=ASK%7B%7D', timeout=1): return self
+            except OSError: time.sleep(0.05)
+        self.stop(); raise RuntimeError(f'oxigraph serve did not answer on {self.url} within {self.timeout_s:.0f} s')
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try: self.proc.wait(timeout=10)
+            except Exception: self.proc.kill(); self.proc.wait()
+        if self.proc is not None and self.proc.stderr: self.proc.stderr.close()
+        self.proc = None
+        if self._tmp is not None: self._tmp.cleanup(); self._tmp = None
+
+    def __enter__(self): return self.start()
+    def __exit__(self, *exc): self.stop()

@@ -219,7 +219,8 @@ def triples_to_rdf(graph: TripleGraph, ds=None):
     ds.addN(quads)
     return ds
 
-_Q_EDGES_OF = SPARQL_PREFIXES + """SELECT ?slabel ?rel ?olabel ?chunk ?para WHERE {
+# DISTINCT: a label written into two named graphs is one triple for rdflib, two for Oxigraph (01_kg, Stores)
+_Q_EDGES_OF = SPARQL_PREFIXES + """SELECT DISTINCT ?slabel ?rel ?olabel ?chunk ?para WHERE {
   ?e sqa:entityKey ?key .
   { ?st rdf:subject ?e } UNION { ?st rdf:object ?e }
   ?st rdf:subject ?s ; rdf:predicate ?r ; rdf:object ?o ; sqa:chunk ?chunk ; prov:wasDerivedFrom ?para .
