@@ -666,8 +666,13 @@ def with_values(query: str, bindings: dict) -> str:
 def kg_select(ds, query: str, **bindings) -> list[dict]:
     "Run a constant SPARQL SELECT on `ds` with `bindings` bound as RDF terms; rows as dicts of Python values."
     b = {k: _rdf_term(v) for k, v in bindings.items()}
-    if is_remote(ds) or is_oxigraph(ds): res = union_view(ds).query(with_values(query, b))
-    else: res = union_view(ds).query(query, initBindings=b)               # rdflib's engine: pre-bound variables
+    if is_remote(ds): res = union_view(ds).query(with_values(query, b))
+    elif is_oxigraph(ds):
+        try: res = union_view(ds).query(query, initBindings=b)      # substituted: fast, but only for projected variables
+        except RuntimeError as e:
+            if 'SELECT projection' not in str(e): raise
+            res = union_view(ds).query(with_values(query, b))
+    else: res = union_view(ds).query(query, initBindings=b)           # rdflib's engine: pre-bound variables
     return [{str(k): _rdf_py(row[k]) for k in res.vars} for row in res]
 
 _Q_FIND_ENTITIES = SPARQL_PREFIXES + """SELECT DISTINCT ?q ?e ?label ?type WHERE {
