@@ -32,6 +32,7 @@ from ..doc import progress as show_progress
 import urllib.parse
 from ..doc import Author, Paper, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_paragraphs, iter_sections, normalise_text
 from ..ingest import Corpus, PARSER_VERSION, load_manifest
+from .server import OxigraphServer, SparqlServerStore, sparql_endpoints, sparql_term, with_values
 
 # %% auto #0
 __all__ = ['BASE', 'SQA', 'DOCO', 'DEO', 'FABIO', 'CITO', 'C4O', 'BIRO', 'PO', 'KG_PREFIXES', 'SPARQL_PREFIXES', 'KG_VERSION',
@@ -42,10 +43,9 @@ __all__ = ['BASE', 'SQA', 'DOCO', 'DEO', 'FABIO', 'CITO', 'C4O', 'BIRO', 'PO', '
            'new_dataset', 'union_view', 'add_paper', 'paper_graphs', 'corpus_to_dataset', 'type_counts',
            'corpus_counts', 'rdf_format', 'save_dataset', 'load_kg', 'paper_turtle', 'graphs_isomorphic', 'is_oxigraph',
            'is_remote', 'remove_paper', 'replace_paper', 'triples_naming', 'quad_count', 'sync_with_manifest',
-           'entity_class', 'extractor_iri', 'add_entities', 'sparql_term', 'with_values', 'kg_select', 'find_entities',
-           'paragraphs_mentioning', 'paper_outline', 'citations_of', 'cited_by', 'entity_neighbourhood',
-           'find_entity_info', 'sparql_endpoints', 'SparqlServerStore', 'open_store', 'load_into',
-           'add_graph_to_dataset', 'OxigraphServer']
+           'entity_class', 'extractor_iri', 'add_entities', 'kg_select', 'find_entities', 'paragraphs_mentioning',
+           'paper_outline', 'citations_of', 'cited_by', 'entity_neighbourhood', 'find_entity_info', 'open_store',
+           'load_into', 'add_graph_to_dataset']
 
 # %% ../../nbs/01_kg.ipynb #a2d9aafc
 BASE = 'https://w3id.org/scholarqa/'                        # resource IRIs
@@ -638,31 +638,6 @@ def _rdf_py(v):
         return py if isinstance(py, (int, float, bool)) else str(v)
     return str(v)
 
-_SPARQL_ESCAPES = {'\\': '\\\\', '"': '\\"', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f'}
-_IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
-
-def sparql_term(t) -> str:
-    "An RDF term as SPARQL text: an IRI in <>, a literal quoted with every special character escaped (never a way out of the quotes)."
-    if isinstance(t, URIRef):
-        if _IRI_BAD.search(str(t)): raise ValueError(f'{str(t)[:80]!r} is not an IRI that can be written in a query')
-        return f'<{t}>'
-    if isinstance(t, Literal):
-        s = '"' + ''.join(_SPARQL_ESCAPES.get(c, c) for c in str(t)) + '"'
-        if t.language: return s + '@' + t.language
-        return s + (f'^^{sparql_term(URIRef(t.datatype))}' if t.datatype else '')
-    raise TypeError(f'cannot write a {type(t).__name__} into a SPARQL query')
-
-_WHERE = re.compile(r'\bWHERE\s*\{', re.I)
-
-def with_values(query: str, bindings: dict) -> str:
-    "`query` with `bindings` (name -> RDF term) as a VALUES block opening its outermost WHERE group (a pre-binding, as initBindings)."
-    if not bindings: return query
-    m = _WHERE.search(query)
-    if not m: raise ValueError('with_values: the query has no WHERE { … } group to bind values in')
-    names = ' '.join(f'?{k}' for k in bindings)
-    row = ' '.join(sparql_term(v) for v in bindings.values())
-    return f'{query[:m.end()]} VALUES ({names}) {{ ({row}) }} {query[m.end():]}'
-
 def kg_select(ds, query: str, **bindings) -> list[dict]:
     "Run a constant SPARQL SELECT on `ds` with `bindings` bound as RDF terms; rows as dicts of Python values."
     b = {k: _rdf_term(v) for k, v in bindings.items()}
@@ -772,46 +747,6 @@ def find_entity_info(ds, entity) -> dict:
 # %% ../../nbs/01_kg.ipynb #8efac9c6
 STORE_SPECS = "'memory', 'oxigraph[:DIR]' or 'sparql:URL' (a server: its address, or QUERY_URL,UPDATE_URL[,STORE_URL])"
 
-def sparql_endpoints(arg: str) -> tuple[str, str, str | None]:
-    "(query, update, graph store) URLs of `sparql:ARG`: a bare server address means Oxigraph's /query, /update and /store."
-    parts = [p.strip() for p in arg.split(',') if p.strip()]
-    u = urllib.parse.urlparse(parts[0]) if parts else None
-    if not u or u.scheme not in ('http', 'https') or not u.netloc or len(parts) > 3:
-        raise ValueError(f'sparql:{arg}: give a server address (http://host:port) or QUERY_URL,UPDATE_URL[,STORE_URL]')
-    if len(parts) == 1 and u.path in ('', '/'):
-        base = parts[0].rstrip('/')
-        return f'{base}/query', f'{base}/update', f'{base}/store'
-    return parts[0], parts[1] if len(parts) > 1 else parts[0], parts[2] if len(parts) > 2 else None
-
-from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
-from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
-
-class SparqlServerStore(SPARQLUpdateStore):
-    """rdflib's SPARQL 1.1 client, with updates any server takes: creating a graph that exists or dropping one that does not
-    is no error (SILENT), and a deletion from a graph names it with GRAPH, not WITH (a server whose default graph is the
-    union, as Oxigraph's with --union-default-graph, refuses WITH)."""
-    def __init__(self, query_endpoint: str, update_endpoint: str, graph_store_endpoint: str | None = None):
-        super().__init__(query_endpoint=query_endpoint, update_endpoint=update_endpoint, returnFormat='json',
-                         method='POST')                    # POST: a long bound value cannot make the URL too long
-        self.graph_store_endpoint = graph_store_endpoint     # for `load_into`'s bulk load; None: INSERT DATA
-
-    def add_graph(self, graph) -> None:
-        if self.graph_aware and graph.identifier != DATASET_DEFAULT_GRAPH_ID:
-            self.update(f'CREATE SILENT GRAPH {self.node_to_sparql(graph.identifier)}')
-        else: super().add_graph(graph)
-
-    def remove_graph(self, graph) -> None:
-        if self.graph_aware and graph.identifier != DATASET_DEFAULT_GRAPH_ID:
-            self.update(f'DROP SILENT GRAPH {self.node_to_sparql(graph.identifier)}')
-        else: super().remove_graph(graph)
-
-    def remove(self, spo, context=None) -> None:
-        if context is None or not self._is_contextual(context): return super().remove(spo, context)
-        t = ' '.join('?' + v if x is None else self.node_to_sparql(x) for x, v in zip(spo, 'spo')) + ' .'
-        g = self.node_to_sparql(context.identifier)
-        self._transaction().append(f'DELETE {{ GRAPH {g} {{ {t} }} }} WHERE {{ GRAPH {g} {{ {t} }} }}')
-        if self.autocommit: self.commit()
-
 def open_store(spec: str = 'memory') -> RDFDataset:
     "A Dataset on the store named by `spec`: 'memory', 'oxigraph[:DIR]' or 'sparql:URL' (see `STORE_SPECS`)."
     kind, _, arg = str(spec).partition(':')
@@ -845,50 +780,3 @@ def add_graph_to_dataset(ds: RDFDataset, g: Graph, name=SCHOLARLY_GRAPH) -> URIR
     target = ds.graph(URIRef(str(name)))
     ds.addN((s, p, o, target) for s, p, o in g)
     return target.identifier
-
-class OxigraphServer:
-    "`oxigraph serve` (PyPI `oxigraph`) on a free port of 127.0.0.1, over folder `location` (None: a temporary one), for a `with` block."
-    def __init__(self, location=None, port: int | None = None, timeout_s: float = 30.0):
-        self.location, self.port, self.timeout_s, self.proc, self._tmp = location, port, timeout_s, None, None
-
-    @staticmethod
-    def binary() -> str:
-        "The `oxigraph` command: on PATH or beside this Python; a clear error when it is not installed."
-        import shutil, sys
-        found = shutil.which('oxigraph') or shutil.which('oxigraph', path=str(Path(sys.executable).parent))
-        if not found: raise FileNotFoundError("the Oxigraph server is not installed: pip install oxigraph (or 'scholarqa[kg]')")
-        return found
-
-    @property
-    def url(self) -> str: return f'http://127.0.0.1:{self.port}'
-    @property
-    def spec(self) -> str: return f'sparql:{self.url}'
-
-    def start(self) -> 'OxigraphServer':
-        import socket, subprocess, tempfile, time, urllib.request
-        if self.port is None:
-            with socket.socket() as s: s.bind(('127.0.0.1', 0)); self.port = s.getsockname()[1]
-        if self.location is None: self._tmp = tempfile.TemporaryDirectory(prefix='oxigraph-'); self.location = self._tmp.name
-        Path(self.location).mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([self.binary(), 'serve', '--location', str(self.location), '--bind', f'127.0.0.1:{self.port}',
-                                      '--union-default-graph'], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < self.timeout_s:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f'oxigraph serve exited ({self.proc.returncode}): {self.proc.stderr.read().decode(errors="replace")[-500:]}')
-            try:
-                with urllib.request.urlopen(f'{self.url}/query?query=ASK%7B%7D', timeout=1): return self
-            except OSError: time.sleep(0.05)
-        self.stop(); raise RuntimeError(f'oxigraph serve did not answer on {self.url} within {self.timeout_s:.0f} s')
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try: self.proc.wait(timeout=10)
-            except Exception: self.proc.kill(); self.proc.wait()
-        if self.proc is not None and self.proc.stderr: self.proc.stderr.close()
-        self.proc = None
-        if self._tmp is not None: self._tmp.cleanup(); self._tmp = None
-
-    def __enter__(self): return self.start()
-    def __exit__(self, *exc): self.stop()
