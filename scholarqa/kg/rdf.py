@@ -33,6 +33,7 @@ import urllib.parse
 from ..doc import Author, Paper, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_paragraphs, iter_sections, normalise_text
 from ..ingest import Corpus, PARSER_VERSION, load_manifest
 from .server import OxigraphServer, SparqlServerStore, sparql_endpoints, sparql_term, with_values
+from rdflib.plugins.stores.sparqlstore import SPARQLStore
 
 # %% auto #0
 __all__ = ['BASE', 'SQA', 'DOCO', 'DEO', 'FABIO', 'CITO', 'C4O', 'BIRO', 'PO', 'KG_PREFIXES', 'SPARQL_PREFIXES', 'KG_VERSION',
@@ -482,7 +483,6 @@ def is_oxigraph(ds) -> bool: return type(ds.store).__name__ == 'OxigraphStore'
 
 def is_remote(ds) -> bool:
     "Is `ds` a SPARQL server reached over HTTP (rdflib's SPARQLStore and its update-capable subclass)?"
-    from rdflib.plugins.stores.sparqlstore import SPARQLStore
     return isinstance(ds.store, SPARQLStore)
 
 def _rdf_paper_nodes(ds: RDFDataset, pid: str) -> set:
@@ -518,13 +518,17 @@ def remove_paper(ds: RDFDataset, pid: str, keep_incoming: bool = False) -> int:
             cg.remove((s, p, o))
     return before - len(ds)
 
+_Q_CITING = SPARQL_PREFIXES + """SELECT ?g ?s ?r WHERE { GRAPH ?g { ?s cito:cites ?P OPTIONAL { ?r biro:references ?P } }
+  FILTER(?g != ?G) }"""
+_Q_NAMING = """SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o }
+  FILTER(?g = ?G || ?s = ?P || ?s = ?G || STRSTARTS(STR(?s), ?parts)
+         || (isIRI(?o) && (?o = ?P || ?o = ?G || STRSTARTS(STR(?o), ?parts)))) }"""
+
 def _rdf_remove_paper_remote(ds: RDFDataset, pid: str, keep_incoming: bool) -> int:
     "`remove_paper` on a SPARQL server, which cannot list quads by pattern across graphs: the same steps, found by SPARQL."
-    P, G = paper_iri(pid), graph_iri(pid)          # percent-encoded (_rdf_seg): safe in <…>
+    P, G = paper_iri(pid), graph_iri(pid)
     if not keep_incoming:
-        q = SPARQL_PREFIXES + f"""SELECT ?g ?s ?r WHERE {{ GRAPH ?g {{ ?s cito:cites <{P}> OPTIONAL {{ ?r biro:references <{P}> }} }}
-          FILTER(?g != <{G}>) }}"""
-        for g, s, r in list(union_view(ds).query(q)):
+        for g, s, r in list(union_view(ds).query(with_values(_Q_CITING, {'P': P, 'G': G}))):
             cg = ds.graph(g)
             if r is not None: cg.add((s, CITO.cites, r)); cg.remove((r, BIRO.references, P))
             cg.remove((s, CITO.cites, P))
@@ -543,11 +547,8 @@ def replace_paper(ds: RDFDataset, paper: Paper) -> URIRef:
 
 def triples_naming(ds: RDFDataset, pid: str) -> list[tuple]:
     "Every quad (s, p, o, g) in the paper's graph or whose subject or object is the paper, one of its parts or its graph IRI (a scan: for checks and tests)."
-    P, G = paper_iri(pid), graph_iri(pid)          # every character outside the unreserved set percent-encoded: safe in <…>
-    q = f"""SELECT ?s ?p ?o ?g WHERE {{ GRAPH ?g {{ ?s ?p ?o }}
-      FILTER(?g = <{G}> || ?s = <{P}> || ?s = <{G}> || STRSTARTS(STR(?s), "{P}/")
-             || (isIRI(?o) && (?o = <{P}> || ?o = <{G}> || STRSTARTS(STR(?o), "{P}/")))) }}"""
-    return [tuple(r) for r in union_view(ds).query(q)]
+    P, G = paper_iri(pid), graph_iri(pid)          # bound by 01e's VALUES block, which every engine reads the same way
+    return [tuple(r) for r in union_view(ds).query(with_values(_Q_NAMING, {'P': P, 'G': G, 'parts': Literal(f'{P}/')}))]
 
 def quad_count(ds: RDFDataset) -> int:
     "Triples of the named graphs, each counted once per graph that holds it: the same number in every store (`len` is not, see Stores)."
