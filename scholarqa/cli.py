@@ -191,6 +191,11 @@ def _add_index(sub) -> None:
     p.add_argument('--chunker', default='paragraph', choices=['paragraph', 'fixed', 'recursive', 'semantic'])
     p.add_argument('--model', default=None, help='sentence-embedding model name or path (default: the bundled MiniLM)')
     p.add_argument('--no-context-header', action='store_true', help="index the bare chunk text, without the 'Title > Section:' header")
+    p.add_argument('--engine', default='local', choices=['local', 'ray'],
+                   help='where new papers are chunked and encoded: this process, or a Ray cluster (02l_ray)')
+    p.add_argument('--address', default=None, metavar='ADDR', help="with --engine ray: a running cluster ('auto', 'ray://HOST:10001'); "
+                   'default: start a local one on this machine')
+    p.add_argument('--actors', type=int, default=None, metavar='N', help='with --engine ray: encoder actors, a CPU each (default: every local core)')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
     _wait_flag(p)
     p.set_defaults(func=_index_cmd)
@@ -208,10 +213,19 @@ def _index_cmd(args) -> int:
     store_mod = need('scholarqa.retrieval.store', 'index,embed', 'index')
     corpus, err = _load_corpus_arg('index', args.corpus)
     if corpus is None: print(err, file=sys.stderr); return 2
+    if args.engine == 'local' and (args.address or args.actors): print('scholarqa index: --address and --actors need --engine ray', file=sys.stderr); return 2
+    engine = None
+    if args.engine == 'ray':
+        dist = need('scholarqa.retrieval.distributed', 'index,embed,ray', 'index --engine ray')
+        try: engine = dist.RayEngine(address=args.address, actors=args.actors or (1 if args.address else os.cpu_count() or 1))
+        except ValueError as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     t0 = time.perf_counter()
     try: store = store_mod.build_index(corpus, args.out, chunker=args.chunker, model=args.model,
-                                       chunker_opts={} if args.no_context_header else None, progress=True)
+                                       chunker_opts={} if args.no_context_header else None, progress=True, engine=engine)
     except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
+    except ModuleNotFoundError as e:
+        if e.name != 'ray': raise
+        raise MissingExtra("scholarqa index --engine ray: needs the optional package 'ray'; install it with: pip install 'scholarqa[ray]'") from e
     store.record_corpus_dir(args.corpus)   # methods that need whole papers (04–08) reload them from there
     u = getattr(store, 'last_update', {})
     rep = {'index': str(args.out), 'papers': store.meta['counts']['papers'], 'chunks': len(store), **u,

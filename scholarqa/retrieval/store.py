@@ -251,12 +251,13 @@ def save(self: IndexStore) -> None:
 
 @patch
 def update(self: IndexStore, papers, remove_missing: bool = True,   # False: only add, never remove
-           progress: bool = False) -> dict:
+           progress: bool = False,
+           engine=None) -> dict:   # None: chunk and encode here; else an object with `chunk_encode` (02l_ray's RayEngine)
     "Make the index hold `papers`: chunk and encode only papers it lacks, drop chunks of papers no longer given; saves."
     papers = list(papers)
     with writer_lock(self.path):            # one writer at a time (00_doc); a second one waits
         self._sync_from_disk()
-        return self._update(papers, remove_missing, progress)
+        return self._update(papers, remove_missing, progress, engine)
 
 @patch
 def _sync_from_disk(self: IndexStore) -> bool:
@@ -272,7 +273,7 @@ def _sync_from_disk(self: IndexStore) -> bool:
     return True
 
 @patch
-def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool) -> dict:
+def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool, engine=None) -> dict:
     given = {p.id: p for p in papers}
     was = json.dumps(self.meta, sort_keys=True)
     have = set(self.meta.get('papers', {})) | {c.paper_id for c in self.chunks}   # incl. papers that gave no chunks
@@ -280,8 +281,14 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     gone = (have - set(given)) if remove_missing else set()
     enc = self.encoder; before = dict(enc.stats)
     opts = dict(self.meta['chunker_opts'])
-    if self.meta['chunker'] == 'semantic': opts.setdefault('embed', enc.encode)
-    new_chunks = chunk_corpus(new, self.meta['chunker'], tokenizer=enc.tokenizer, progress=progress, **opts)
+    far = 0                                                        # vectors computed by the engine, not by `enc`
+    if engine is not None and new:                                 # the engine chunks and encodes; its vectors enter the cache
+        new_chunks, vecs = engine.chunk_encode(new, self.meta['chunker'], opts, enc)
+        enc.cache.put([enc.text_key(chunk_index_text(c)) for c in new_chunks], vecs); enc.cache.flush()
+        far = len(new_chunks)
+    else:
+        if self.meta['chunker'] == 'semantic': opts.setdefault('embed', enc.encode)
+        new_chunks = chunk_corpus(new, self.meta['chunker'], tokenizer=enc.tokenizer, progress=progress, **opts)
     if self._dense is None or self._dense.encoder is not enc:      # adding chunks needs the PyTorch encoder
         vi = self._vindex or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params'])
         self._dense = DenseRetriever(self.chunks, enc, index=vi); self._vindex = self._dense.index
@@ -298,7 +305,8 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     self.meta['corpus_hash'] = corpus_hash(info)
     self.last_update = {'added_papers': len(new), 'removed_papers': len(gone), 'unchanged_papers': len(given) - len(new),
                         'added_chunks': len(new_chunks), 'removed_chunks': removed,
-                        'encoded': enc.stats['encoded'] - before['encoded'], 'cached': enc.stats['cached'] - before['cached']}
+                        'encoded': enc.stats['encoded'] - before['encoded'] + far,
+                        'cached': enc.stats['cached'] - before['cached'] - far}   # `dense.add` found the engine's vectors in the cache
     self._ensure_query_encoder()                                   # after the counts: its parity check encodes a few texts
     if new or gone or json.dumps(self.meta, sort_keys=True) != was or not (self.path / INDEX_META).exists():
         self.save()                                                # nothing changed: nothing written, the generation stays
@@ -313,7 +321,8 @@ def build_index(corpus_or_papers, out_dir,
                 index_kind: str = 'flat', index_opts: dict | None = None,
                 chunker_opts: dict | None = None,  # None = DEFAULT_CHUNKER_OPTS (contextual headers on); {} = plain chunks
                 progress: bool = False,
-                query_encoder: bool = True) -> IndexStore:   # also write the PyTorch-free query encoder (needs onnx)
+                query_encoder: bool = True,      # also write the PyTorch-free query encoder (needs onnx)
+                engine=None) -> IndexStore:      # None: encode in this process; a RayEngine (02l_ray): on a Ray cluster
     "Index papers into `out_dir`; an existing index there built the same way is updated incrementally."
     out = Path(out_dir)
     if chunker_opts is None: chunker_opts = dict(DEFAULT_CHUNKER_OPTS)
@@ -326,7 +335,7 @@ def build_index(corpus_or_papers, out_dir,
         if want != got or (encoder is None and model is not None and model_identity(str(model)) != m['model_id']):
             raise ValueError(f'{out} holds an index built with {got} and model {m["model_id"]}; asked for {want} and model '
                              f'{model or "(default)"}: use another folder or delete this one')
-        store.update(corpus_or_papers, progress=progress)
+        store.update(corpus_or_papers, progress=progress, engine=engine)
         return store
     enc = encoder or Encoder(model, cache_dir=out / 'embeddings', progress=progress)
     vi = VectorIndex(enc.dim, index_kind, **(index_opts or {}))
@@ -337,7 +346,7 @@ def build_index(corpus_or_papers, out_dir,
             'papers': {}, 'counts': {}, 'corpus_hash': '', 'query_encoder_wanted': bool(query_encoder)}
     out.mkdir(parents=True, exist_ok=True)
     store = IndexStore(out, [], meta, enc, vi)
-    store.update(corpus_or_papers, progress=progress)
+    store.update(corpus_or_papers, progress=progress, engine=engine)
     return store
 
 # %% ../../nbs/02g_store.ipynb #32e50719
