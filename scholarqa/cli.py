@@ -191,6 +191,9 @@ def _add_index(sub) -> None:
     p.add_argument('--chunker', default='paragraph', choices=['paragraph', 'fixed', 'recursive', 'semantic'])
     p.add_argument('--model', default=None, help='sentence-embedding model name or path (default: the bundled MiniLM)')
     p.add_argument('--no-context-header', action='store_true', help="index the bare chunk text, without the 'Title > Section:' header")
+    p.add_argument('--index', dest='index_kind', default=None, choices=['flat', 'ivf', 'hnsw', 'ivfpq'],
+                   help='vector index (02d_dense): exact flat, IVF, HNSW, or IVF-PQ with its lists on disk (memory-mapped); '
+                        'default: the kind INDEX_DIR already has, else flat')
     p.add_argument('--engine', default='local', choices=['local', 'ray'],
                    help='where new papers are chunked and encoded: this process, or a Ray cluster (02l_ray)')
     p.add_argument('--address', default=None, metavar='ADDR', help="with --engine ray: a running cluster ('auto', 'ray://HOST:10001'); "
@@ -209,6 +212,12 @@ def _load_corpus_arg(cmd: str, corpus_dir):
     try: return list(Corpus.load(corpus_dir)), ''
     except IngestError as e: return None, f'scholarqa {cmd}: {e}'
 
+def _index_kind_of(index_dir) -> str:
+    "The vector index kind an existing index folder was built with ('flat' for a new folder)."
+    f = Path(index_dir) / 'meta.json'
+    try: return json.loads(f.read_text(encoding='utf-8'))['index']['kind'] if f.is_file() else 'flat'
+    except (ValueError, KeyError, TypeError): return 'flat'          # an unreadable meta.json: build_index names the problem
+
 def _index_cmd(args) -> int:
     store_mod = need('scholarqa.retrieval.store', 'index,embed', 'index')
     corpus, err = _load_corpus_arg('index', args.corpus)
@@ -221,7 +230,8 @@ def _index_cmd(args) -> int:
         except ValueError as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     t0 = time.perf_counter()
     try: store = store_mod.build_index(corpus, args.out, chunker=args.chunker, model=args.model,
-                                       chunker_opts={} if args.no_context_header else None, progress=True, engine=engine)
+                                       chunker_opts={} if args.no_context_header else None, progress=True, engine=engine,
+                                       index_kind=args.index_kind or _index_kind_of(args.out))
     except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     except ModuleNotFoundError as e:
         if e.name != 'ray': raise

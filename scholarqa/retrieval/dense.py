@@ -12,6 +12,7 @@ import io
 import json
 import numpy as np
 import os
+import secrets
 from fastcore.basics import patch
 import pandas as pd
 import time
@@ -20,11 +21,11 @@ from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_mi
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
-__all__ = ['ICT_RECORD', 'QUERY_BATCH', 'PARITY_TEXTS', 'PARITY_MIN_COSINE', 'default_embedding_model', 'model_identity',
-           'default_cache_dir', 'EmbeddingCache', 'quiet_model_loading', 'trainer_progress', 'Encoder',
-           'onnx_available', 'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'onnx_session',
-           'onnx_feed', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex', 'ann_recall', 'chunk_int_id',
-           'DenseRetriever', 'SentenceWindowRetriever']
+__all__ = ['ICT_RECORD', 'QUERY_BATCH', 'PARITY_TEXTS', 'PARITY_MIN_COSINE', 'VECTOR_INDEX_KINDS', 'default_embedding_model',
+           'model_identity', 'default_cache_dir', 'EmbeddingCache', 'quiet_model_loading', 'trainer_progress',
+           'Encoder', 'onnx_available', 'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark',
+           'onnx_session', 'onnx_feed', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex', 'ann_recall',
+           'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -400,18 +401,26 @@ def _faiss():
     import faiss
     return faiss
 
+VECTOR_INDEX_KINDS = ('flat', 'ivf', 'hnsw', 'ivfpq')
+_TRAINED = ('ivf', 'ivfpq')                                          # kinds that learn from their first vectors
+
 class VectorIndex:
-    "Unit vectors under int64 ids in FAISS, searched by inner product: 'flat' (exact), 'ivf' or 'hnsw' (approximate)."
+    "Unit vectors under int64 ids in FAISS, searched by inner product: 'flat' (exact), 'ivf', 'hnsw' or 'ivfpq' (approximate)."
     def __init__(self, dim: int, kind: str = 'flat',
                  nlist: int = 1024, nprobe: int = 16,             # IVF: cells (capped at n/39 when trained), cells searched
                  hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128,   # HNSW graph degree and beam widths
-                 rebuild_at: float = 0.2):                          # HNSW: rebuild when this share of vectors is tombstoned
-        if kind not in ('flat', 'ivf', 'hnsw'): raise ValueError(f"kind must be 'flat', 'ivf' or 'hnsw', not {kind!r}")
+                 rebuild_at: float = 0.2,                           # HNSW: rebuild when this share of vectors is tombstoned
+                 pq_m: int = 32, pq_nbits: int = 8,                 # IVF-PQ: codes per vector (a divisor of dim), bits per code
+                 train_size: int = 100_000,                         # IVF, IVF-PQ: train on at most this many of the first vectors
+                 on_disk: bool = True):                             # IVF-PQ: `save` writes the cells' lists to a file read by mmap
+        if kind not in VECTOR_INDEX_KINDS: raise ValueError(f'kind must be one of {VECTOR_INDEX_KINDS}, not {kind!r}')
         self.dim, self.kind, self.rebuild_at = int(dim), kind, rebuild_at
         self.params = {'nlist': nlist, 'nprobe': nprobe, 'hnsw_m': hnsw_m, 'ef_construction': ef_construction, 'ef_search': ef_search}
+        if kind == 'ivfpq': self.params.update(pq_m=pq_m, pq_nbits=pq_nbits, on_disk=bool(on_disk))
+        if kind in _TRAINED: self.params['train_size'] = train_size
         self.ids: set[int] = set()          # live ids
         self.tombstones: set[int] = set()   # HNSW only: removed ids still in the graph
-        self.index = None if kind == 'ivf' else self._new_index()
+        self.index = None if kind in _TRAINED else self._new_index()
 
     def _new_index(self, train: np.ndarray | None = None):
         p = self.params
@@ -420,8 +429,15 @@ class VectorIndex:
             h = _faiss().IndexHNSWFlat(self.dim, p['hnsw_m'], _faiss().METRIC_INNER_PRODUCT)
             h.hnsw.efConstruction, h.hnsw.efSearch = p['ef_construction'], p['ef_search']
             return _faiss().IndexIDMap2(h)
+        if len(train) > p['train_size']:                                # a fixed-seed sample: the same cells on every run
+            train = train[np.sort(np.random.default_rng(0).choice(len(train), p['train_size'], replace=False))]
         nlist = max(1, min(p['nlist'], len(train) // 39))             # FAISS wants >= 39 training points per cell
-        ivf = _faiss().IndexIVFFlat(_faiss().IndexFlatIP(self.dim), self.dim, nlist, _faiss().METRIC_INNER_PRODUCT)
+        quantizer = _faiss().IndexFlatIP(self.dim)
+        if self.kind == 'ivf': ivf = _faiss().IndexIVFFlat(quantizer, self.dim, nlist, _faiss().METRIC_INNER_PRODUCT)
+        else:
+            m = max(d for d in range(1, min(p['pq_m'], self.dim) + 1) if self.dim % d == 0)    # PQ splits dim into m equal parts
+            nbits = max(1, min(p['pq_nbits'], int(np.log2(len(train)))))                         # 2**nbits centroids need as many points
+            ivf = _faiss().IndexIVFPQ(quantizer, self.dim, nlist, m, nbits, _faiss().METRIC_INNER_PRODUCT)
         ivf.train(train); ivf.nprobe = min(p['nprobe'], nlist)
         ivf.set_direct_map_type(_faiss().DirectMap.Hashtable)           # lets remove_ids and reconstruct work by id
         return ivf
@@ -436,12 +452,29 @@ def _faiss_ids(ids) -> np.ndarray:
     if len(set(ids.tolist())) != len(ids): raise ValueError('duplicate ids in one call')
     return ids
 
+def _on_disk_lists(index):
+    "The OnDiskInvertedLists of an IVF index read from disk, or None."
+    ivf = _faiss().extract_index_ivf(index)
+    il = _faiss().downcast_InvertedLists(ivf.invlists)
+    return il if isinstance(il, _faiss().OnDiskInvertedLists) else None
+
+@patch
+def _writable(self: VectorIndex) -> None:
+    "Before a change: copy lists read from a saved index's file into memory (that file belongs to the saved state)."
+    if self.index is None or self.kind != 'ivfpq' or (od := _on_disk_lists(self.index)) is None: return
+    ivf = _faiss().extract_index_ivf(self.index)
+    mem = _faiss().ArrayInvertedLists(ivf.nlist, ivf.code_size)
+    for l in range(ivf.nlist):
+        if n := od.list_size(l): mem.add_entries(l, n, od.get_ids(l), od.get_codes(l))
+    ivf.replace_invlists(mem, True); mem.this.disown()              # the index owns (and frees) the copy from now on
+
 @patch
 def add(self: VectorIndex, ids, vecs: np.ndarray) -> None:
     "Add vectors (n, dim) under int64 `ids`; an id already present is replaced."
     ids = _faiss_ids(ids); vecs = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1, self.dim)
     if len(ids) != len(vecs): raise ValueError(f'{len(ids)} ids for {len(vecs)} vectors')
     if not len(ids): return
+    self._writable()
     again = [i for i in ids.tolist() if i in self.ids or i in self.tombstones]
     if again:
         self.remove(again)
@@ -455,6 +488,7 @@ def remove(self: VectorIndex, ids) -> int:
     "Remove ids (unknown ones are ignored); returns how many were removed. HNSW hides them until the next rebuild."
     ids = [int(i) for i in ids if int(i) in self.ids]
     if not ids: return 0
+    self._writable()
     self.ids.difference_update(ids)
     if self.kind == 'hnsw':
         self.tombstones.update(ids)
@@ -464,13 +498,14 @@ def remove(self: VectorIndex, ids) -> int:
 
 @patch
 def vectors(self: VectorIndex, ids) -> np.ndarray:
-    "The stored vectors of live `ids`, (n, dim) float32."
+    "The stored vectors of live `ids`, (n, dim) float32 (IVF-PQ: decoded from the codes, so approximate)."
     return np.stack([self.index.reconstruct(int(i)) for i in ids]) if len(ids) else np.zeros((0, self.dim), np.float32)
 
 @patch
 def rebuild(self: VectorIndex) -> None:
-    "Build the index again from the live vectors: drops HNSW tombstones, re-learns IVF cells."
+    "Build the index again from the live vectors: drops HNSW tombstones, re-learns IVF cells (IVF-PQ: from decoded vectors)."
     if self.index is None or not self.index.ntotal: self.tombstones.clear(); return
+    self._writable()
     if self.kind == 'hnsw':                                         # read storage in bulk: id_map[i] is row i's id
         rows = _faiss().vector_to_array(self.index.id_map)
         vecs = _faiss().downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)   # (ntotal, dim)
@@ -479,7 +514,7 @@ def rebuild(self: VectorIndex) -> None:
     else:
         ids = np.array(sorted(self.ids), dtype=np.int64); vecs = self.vectors(ids)
     self.tombstones.clear()
-    self.index = self._new_index(train=vecs) if len(ids) else (None if self.kind == 'ivf' else self._new_index())
+    self.index = self._new_index(train=vecs) if len(ids) else (None if self.kind in _TRAINED else self._new_index())
     if len(ids): self.index.add_with_ids(np.ascontiguousarray(vecs, dtype=np.float32), ids)
 
 @patch
@@ -500,13 +535,28 @@ def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray
 # %% ../../nbs/02d_dense.ipynb #8c267d68
 @patch
 def save(self: VectorIndex, out_dir) -> Path:
-    "Write `faiss.index` + `faiss_ids.json` into `out_dir` (atomic); returns the folder."
+    "Write `faiss.index` + `faiss_ids.json` (+ IVF-PQ's `faiss-<token>.ivfdata`) into `out_dir` (atomic); returns the folder."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    data = _faiss().serialize_index(self.index).tobytes() if self.index is not None else b''
+    ivfdata = None
+    if self.index is not None and self.params.get('on_disk'):
+        ivfdata = f'faiss-{secrets.token_hex(6)}.ivfdata'              # a new name: readers of the old state keep theirs
+        ivf = _faiss().extract_index_ivf(self.index)
+        od = _faiss().OnDiskInvertedLists(ivf.nlist, ivf.code_size, str(out / ivfdata))
+        lists = _faiss().InvertedListsPtrVector(); lists.push_back(ivf.invlists)
+        od.merge_from_multiple(lists.data(), 1, False)
+        mem, own = ivf.invlists, ivf.own_invlists
+        ivf.own_invlists = False; ivf.replace_invlists(od, False)      # serialise the index as naming the file …
+        try: data = _faiss().serialize_index(self.index).tobytes()
+        finally: ivf.replace_invlists(mem, own)                        # … and go on with the lists in memory
+        del od                                                          # closes the file
+    else: data = _faiss().serialize_index(self.index).tobytes() if self.index is not None else b''
     atomic_write_bytes(out / 'faiss.index', data)
     atomic_write_json(out / 'faiss_ids.json', {'kind': self.kind, 'dim': self.dim, 'params': self.params, 'rebuild_at': self.rebuild_at,
                                                'ids': sorted(self.ids), 'tombstones': sorted(self.tombstones),
-                                               'index_blake2b': hashlib.blake2b(data, digest_size=16).hexdigest()})
+                                               'index_blake2b': hashlib.blake2b(data, digest_size=16).hexdigest(),
+                                               **({'ivfdata': ivfdata, 'ivfdata_bytes': (out / ivfdata).stat().st_size} if ivfdata else {})})
+    for f in out.glob('faiss-*.ivfdata'):                               # lists of earlier saves into this folder
+        if f.name != ivfdata: f.unlink()
     return out
 
 @patch(cls_method=True)
@@ -518,9 +568,14 @@ def load(cls: VectorIndex, out_dir) -> VectorIndex:
     if hashlib.blake2b(data, digest_size=16).hexdigest() != meta['index_blake2b']:
         raise ValueError(f'{out}: faiss.index does not match faiss_ids.json (interrupted write?): rebuild the index')
     self = cls(meta['dim'], meta['kind'], rebuild_at=meta['rebuild_at'], **meta['params'])
-    self.index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data else None
+    if meta.get('ivfdata'):                                             # IVF-PQ on disk: the lists memory-mapped from their file
+        f = out / meta['ivfdata']
+        if not f.is_file() or f.stat().st_size != meta['ivfdata_bytes']:
+            raise ValueError(f'{out}: {meta["ivfdata"]} is missing or not {meta["ivfdata_bytes"]} bytes (interrupted write?): rebuild the index')
+        self.index = _faiss().read_index(str(out / 'faiss.index'), _faiss().IO_FLAG_ONDISK_SAME_DIR)
+    else: self.index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data else None
     if self.index is not None:
-        if self.kind == 'ivf': _faiss().extract_index_ivf(self.index).nprobe = min(self.params['nprobe'], _faiss().extract_index_ivf(self.index).nlist)
+        if self.kind in _TRAINED: _faiss().extract_index_ivf(self.index).nprobe = min(self.params['nprobe'], _faiss().extract_index_ivf(self.index).nlist)
         if self.kind == 'hnsw': _faiss().downcast_index(self.index.index).hnsw.efSearch = self.params['ef_search']
     self.ids, self.tombstones = set(meta['ids']), set(meta['tombstones'])
     return self
