@@ -412,14 +412,17 @@ class VectorIndex:
                  rebuild_at: float = 0.2,                           # HNSW: rebuild when this share of vectors is tombstoned
                  pq_m: int = 32, pq_nbits: int = 8,                 # IVF-PQ: codes per vector (a divisor of dim), bits per code
                  train_size: int = 100_000,                         # IVF, IVF-PQ: train on at most this many of the first vectors
-                 on_disk: bool = True):                             # IVF-PQ: `save` writes the cells' lists to a file read by mmap
+                 on_disk: bool = True,                              # IVF-PQ: `save` writes the cells' lists to a file read by mmap
+                 refine: int = 0):                                  # IVF-PQ: re-score k × refine candidates with the exact vectors (0: off)
         if kind not in VECTOR_INDEX_KINDS: raise ValueError(f'kind must be one of {VECTOR_INDEX_KINDS}, not {kind!r}')
         self.dim, self.kind, self.rebuild_at = int(dim), kind, rebuild_at
         self.params = {'nlist': nlist, 'nprobe': nprobe, 'hnsw_m': hnsw_m, 'ef_construction': ef_construction, 'ef_search': ef_search}
-        if kind == 'ivfpq': self.params.update(pq_m=pq_m, pq_nbits=pq_nbits, on_disk=bool(on_disk))
+        if kind == 'ivfpq': self.params.update(pq_m=pq_m, pq_nbits=pq_nbits, on_disk=bool(on_disk), refine=int(refine))
         if kind in _TRAINED: self.params['train_size'] = train_size
         self.ids: set[int] = set()          # live ids
         self.tombstones: set[int] = set()   # HNSW only: removed ids still in the graph
+        self.fv_ids = np.zeros(0, np.int64)                       # IVF-PQ with refine: the exact vectors' ids, sorted …
+        self.fv = np.zeros((0, self.dim), np.float32)             # … and the vectors in that order (memory-mapped once loaded)
         self.index = None if kind in _TRAINED else self._new_index()
 
     def _new_index(self, train: np.ndarray | None = None):
@@ -460,7 +463,8 @@ def _on_disk_lists(index):
 
 @patch
 def _writable(self: VectorIndex) -> None:
-    "Before a change: copy lists read from a saved index's file into memory (that file belongs to the saved state)."
+    "Before a change: copy lists (and exact vectors) read from a saved index's files into memory (they belong to the saved state)."
+    if isinstance(self.fv, np.memmap): self.fv = np.array(self.fv)
     if self.index is None or self.kind != 'ivfpq' or (od := _on_disk_lists(self.index)) is None: return
     ivf = _faiss().extract_index_ivf(self.index)
     mem = _faiss().ArrayInvertedLists(ivf.nlist, ivf.code_size)
@@ -482,6 +486,9 @@ def add(self: VectorIndex, ids, vecs: np.ndarray) -> None:
     if self.index is None: self.index = self._new_index(train=vecs)
     self.index.add_with_ids(vecs, ids)
     self.ids.update(ids.tolist())
+    if self.params.get('refine'):
+        all_ids = np.concatenate([self.fv_ids, ids]); order = np.argsort(all_ids, kind='stable')
+        self.fv_ids, self.fv = all_ids[order], np.concatenate([self.fv, vecs])[order]
 
 @patch
 def remove(self: VectorIndex, ids) -> int:
@@ -490,6 +497,8 @@ def remove(self: VectorIndex, ids) -> int:
     if not ids: return 0
     self._writable()
     self.ids.difference_update(ids)
+    if self.params.get('refine'):
+        keep = ~np.isin(self.fv_ids, np.asarray(ids, np.int64)); self.fv_ids, self.fv = self.fv_ids[keep], self.fv[keep]
     if self.kind == 'hnsw':
         self.tombstones.update(ids)
         if len(self.tombstones) > self.rebuild_at * max(1, self.index.ntotal): self.rebuild()
@@ -498,7 +507,8 @@ def remove(self: VectorIndex, ids) -> int:
 
 @patch
 def vectors(self: VectorIndex, ids) -> np.ndarray:
-    "The stored vectors of live `ids`, (n, dim) float32 (IVF-PQ: decoded from the codes, so approximate)."
+    "The stored vectors of live `ids`, (n, dim) float32 (IVF-PQ without refine: decoded from the codes, so approximate)."
+    if self.params.get('refine'): return np.asarray(self.fv[np.searchsorted(self.fv_ids, np.asarray(ids, np.int64))], np.float32).reshape(-1, self.dim)
     return np.stack([self.index.reconstruct(int(i)) for i in ids]) if len(ids) else np.zeros((0, self.dim), np.float32)
 
 @patch
@@ -523,10 +533,17 @@ def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray
     q = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1, self.dim)
     scores = np.full((len(q), k), -np.inf, np.float32); ids = np.full((len(q), k), -1, np.int64)
     if self.index is None or not self.ids or k <= 0: return scores, ids
-    fetch = min(self.index.ntotal, k + len(self.tombstones))        # extra neighbours stand in for hidden ones
+    refine = self.params.get('refine', 0)
+    fetch = min(self.index.ntotal, k * max(1, refine) + len(self.tombstones))   # extra neighbours stand in for hidden ones
     if len(q) <= QUERY_BATCH:                                       # a query or two: one thread (00h_measure, query_threads)
         with query_threads(): S, I = self.index.search(q, fetch)
     else: S, I = self.index.search(q, fetch)
+    if refine:                                                      # exact scores for the candidates, best first
+        for r in range(len(q)):
+            cand = I[r][I[r] >= 0]
+            exact = self.vectors(cand) @ q[r]
+            order = np.argsort(-exact, kind='stable')
+            S[r, :len(cand)], I[r, :len(cand)] = exact[order], cand[order]
     for r in range(len(q)):
         keep = [(s, i) for s, i in zip(S[r], I[r]) if i >= 0 and i not in self.tombstones][:k]
         for c, (s, i) in enumerate(keep): scores[r, c], ids[r, c] = s, i
@@ -535,11 +552,16 @@ def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray
 # %% ../../nbs/02d_dense.ipynb #8c267d68
 @patch
 def save(self: VectorIndex, out_dir) -> Path:
-    "Write `faiss.index` + `faiss_ids.json` (+ IVF-PQ's `faiss-<token>.ivfdata`) into `out_dir` (atomic); returns the folder."
+    "Write `faiss.index` + `faiss_ids.json` (+ IVF-PQ's `faiss-<token>.ivfdata` and `.vectors.npy`) into `out_dir` (atomic); returns the folder."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    ivfdata = None
+    ivfdata = vfile = None
+    token = secrets.token_hex(6)                                        # new names: readers of the old state keep their files
+    if self.params.get('refine'):                                       # the exact vectors, in id order, for re-scoring
+        vfile = f'faiss-{token}.vectors.npy'
+        with open(out / f'{vfile}.tmp', 'wb') as f: np.save(f, np.ascontiguousarray(self.fv, np.float32)); f.flush(); os.fsync(f.fileno())
+        os.replace(out / f'{vfile}.tmp', out / vfile)
     if self.index is not None and self.params.get('on_disk'):
-        ivfdata = f'faiss-{secrets.token_hex(6)}.ivfdata'              # a new name: readers of the old state keep theirs
+        ivfdata = f'faiss-{token}.ivfdata'
         ivf = _faiss().extract_index_ivf(self.index)
         od = _faiss().OnDiskInvertedLists(ivf.nlist, ivf.code_size, str(out / ivfdata))
         lists = _faiss().InvertedListsPtrVector(); lists.push_back(ivf.invlists)
@@ -554,9 +576,10 @@ def save(self: VectorIndex, out_dir) -> Path:
     atomic_write_json(out / 'faiss_ids.json', {'kind': self.kind, 'dim': self.dim, 'params': self.params, 'rebuild_at': self.rebuild_at,
                                                'ids': sorted(self.ids), 'tombstones': sorted(self.tombstones),
                                                'index_blake2b': hashlib.blake2b(data, digest_size=16).hexdigest(),
-                                               **({'ivfdata': ivfdata, 'ivfdata_bytes': (out / ivfdata).stat().st_size} if ivfdata else {})})
-    for f in out.glob('faiss-*.ivfdata'):                               # lists of earlier saves into this folder
-        if f.name != ivfdata: f.unlink()
+                                               **({'ivfdata': ivfdata, 'ivfdata_bytes': (out / ivfdata).stat().st_size} if ivfdata else {}),
+                                               **({'vectors': vfile, 'vectors_bytes': (out / vfile).stat().st_size} if vfile else {})})
+    for f in [*out.glob('faiss-*.ivfdata'), *out.glob('faiss-*.vectors.npy*')]:   # files of earlier saves into this folder
+        if f.name not in (ivfdata, vfile): f.unlink()
     return out
 
 @patch(cls_method=True)
@@ -568,10 +591,13 @@ def load(cls: VectorIndex, out_dir) -> VectorIndex:
     if hashlib.blake2b(data, digest_size=16).hexdigest() != meta['index_blake2b']:
         raise ValueError(f'{out}: faiss.index does not match faiss_ids.json (interrupted write?): rebuild the index')
     self = cls(meta['dim'], meta['kind'], rebuild_at=meta['rebuild_at'], **meta['params'])
+    for key in ('ivfdata', 'vectors'):                                   # IVF-PQ's files beside the index, checked before use
+        if meta.get(key) and (not (out / meta[key]).is_file() or (out / meta[key]).stat().st_size != meta[f'{key}_bytes']):
+            raise ValueError(f'{out}: {meta[key]} is missing or not {meta[f"{key}_bytes"]} bytes (interrupted write?): rebuild the index')
+    if meta.get('vectors'):                                              # the exact vectors, memory-mapped, rows in id order
+        self.fv, self.fv_ids = np.load(out / meta['vectors'], mmap_mode='r'), np.asarray(meta['ids'], np.int64)
+        if self.fv.shape != (len(self.fv_ids), self.dim): raise ValueError(f'{out}: {meta["vectors"]} has shape {self.fv.shape}, not ({len(self.fv_ids)}, {self.dim})')
     if meta.get('ivfdata'):                                             # IVF-PQ on disk: the lists memory-mapped from their file
-        f = out / meta['ivfdata']
-        if not f.is_file() or f.stat().st_size != meta['ivfdata_bytes']:
-            raise ValueError(f'{out}: {meta["ivfdata"]} is missing or not {meta["ivfdata_bytes"]} bytes (interrupted write?): rebuild the index')
         self.index = _faiss().read_index(str(out / 'faiss.index'), _faiss().IO_FLAG_ONDISK_SAME_DIR)
     else: self.index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data else None
     if self.index is not None:
