@@ -410,10 +410,10 @@ class VectorIndex:
                  nlist: int = 1024, nprobe: int = 16,             # IVF: cells (capped at n/39 when trained), cells searched
                  hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128,   # HNSW graph degree and beam widths
                  rebuild_at: float = 0.2,                           # HNSW: rebuild when this share of vectors is tombstoned
-                 pq_m: int = 32, pq_nbits: int = 8,                 # IVF-PQ: codes per vector (a divisor of dim), bits per code
+                 pq_m: int = 64, pq_nbits: int = 8,                 # IVF-PQ: codes per vector (a divisor of dim), bits per code
                  train_size: int = 100_000,                         # IVF, IVF-PQ: train on at most this many of the first vectors
                  on_disk: bool = True,                              # IVF-PQ: `save` writes the cells' lists to a file read by mmap
-                 refine: int = 0):                                  # IVF-PQ: re-score k × refine candidates with the exact vectors (0: off)
+                 refine: int = 10):                                 # IVF-PQ: re-score k × refine candidates with the exact vectors (0: off)
         if kind not in VECTOR_INDEX_KINDS: raise ValueError(f'kind must be one of {VECTOR_INDEX_KINDS}, not {kind!r}')
         self.dim, self.kind, self.rebuild_at = int(dim), kind, rebuild_at
         self.params = {'nlist': nlist, 'nprobe': nprobe, 'hnsw_m': hnsw_m, 'ef_construction': ef_construction, 'ef_search': ef_search}
