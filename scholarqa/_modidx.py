@@ -29,7 +29,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'scholarqa.cli._graph_build_cmd': ('cli.html#_graph_build_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._hit_json': ('cli.html#_hit_json', 'scholarqa/cli.py'),
                                'scholarqa.cli._index_cmd': ('cli.html#_index_cmd', 'scholarqa/cli.py'),
-                               'scholarqa.cli._index_kind_of': ('cli.html#_index_kind_of', 'scholarqa/cli.py'),
                                'scholarqa.cli._ingest_cmd': ('cli.html#_ingest_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._kg_build_cmd': ('cli.html#_kg_build_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._kg_query_cmd': ('cli.html#_kg_query_cmd', 'scholarqa/cli.py'),

@@ -212,12 +212,6 @@ def _load_corpus_arg(cmd: str, corpus_dir):
     try: return list(Corpus.load(corpus_dir)), ''
     except IngestError as e: return None, f'scholarqa {cmd}: {e}'
 
-def _index_kind_of(index_dir) -> str:
-    "The vector index kind an existing index folder was built with ('flat' for a new folder)."
-    f = Path(index_dir) / 'meta.json'
-    try: return json.loads(f.read_text(encoding='utf-8'))['index']['kind'] if f.is_file() else 'flat'
-    except (ValueError, KeyError, TypeError): return 'flat'          # an unreadable meta.json: build_index names the problem
-
 def _index_cmd(args) -> int:
     store_mod = need('scholarqa.retrieval.store', 'index,embed', 'index')
     corpus, err = _load_corpus_arg('index', args.corpus)
@@ -231,7 +225,7 @@ def _index_cmd(args) -> int:
     t0 = time.perf_counter()
     try: store = store_mod.build_index(corpus, args.out, chunker=args.chunker, model=args.model,
                                        chunker_opts={} if args.no_context_header else None, progress=True, engine=engine,
-                                       index_kind=args.index_kind or _index_kind_of(args.out))
+                                       index_kind=args.index_kind)
     except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     except ModuleNotFoundError as e:
         if e.name != 'ray': raise

@@ -1,19 +1,15 @@
 """The agentic graph method (08_agentic) end to end: the command line's JSON contract on a graph folder, hostile names and
 titles, an empty graph, and — on the real AAN and OpenAlex graph — the executor against the graph-table oracle for every
 template question, name ambiguity, and a rebuild that changes nothing."""
-import importlib.util, json, subprocess, sys
+import importlib.util, json
 from pathlib import Path
 
 import pytest
 
+from cli_run import cli
 from hostile_strings import HOSTILE
 
-CLI = [sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()']
 JSON_KEYS = {'answer', 'values', 'query_type', 'plan', 'start_nodes', 'expansions', 'verification', 'evidence', 'status'}
-
-
-def cli(*argv, timeout=300):
-    return subprocess.run(CLI + [str(a) for a in argv], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope='module')

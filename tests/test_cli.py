@@ -4,23 +4,7 @@ import json, os, subprocess, sys, venv
 from pathlib import Path
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / 'data' / 'demo'
-
-# Runs the command in a fresh interpreter where the named top-level packages cannot be imported (as if not installed).
-BLOCKED = """
-import sys, importlib.abc
-class _Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in {blocked!r}: raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-sys.meta_path.insert(0, _Block())
-from scholarqa.cli import main
-sys.exit(main({argv!r}))
-"""
-
-def run_blocked(argv, blocked=(), timeout=300):
-    code = BLOCKED.format(blocked=set(blocked), argv=[str(a) for a in argv])
-    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+from cli_run import ROOT, DEMO, ENTRY, cli, run_blocked
 
 def test_help_lists_every_subcommand_without_optional_packages():
     r = run_blocked(['--help'], blocked={'rdflib', 'faiss', 'torch', 'sentence_transformers', 'llama_cpp', 'scipy', 'spacy'})
@@ -41,11 +25,9 @@ def test_ingest_works_without_any_extra(tmp_path):
     assert json.loads(r.stdout)['papers'] == 16
 
 def test_unknown_method_and_retriever_are_usage_errors(tmp_path):
-    r = subprocess.run([sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()', 'ask', str(tmp_path), 'q', '--method', 'nope'],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = cli('ask', tmp_path, 'q', '--method', 'nope')
     assert r.returncode == 2 and "invalid choice: 'nope'" in r.stderr and 'structrag' in r.stderr, r.stderr
-    r = subprocess.run([sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()', 'search', str(tmp_path), 'q', '--retriever', 'nope'],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = cli('search', tmp_path, 'q', '--retriever', 'nope')
     assert r.returncode == 2 and 'hybrid+splade' in r.stderr, r.stderr
 
 def test_a_registered_method_is_offered_without_touching_the_cli():
@@ -68,7 +50,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     "`scholarqa … | head -c 10`: when the reader has closed the pipe, the command ends quietly with 141 (128 + SIGPIPE)."
     r_fd, w_fd = os.pipe()
     os.close(r_fd)                                     # the reader is gone before the command writes anything
-    p = subprocess.Popen([sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()', 'ingest', str(DEMO),
+    p = subprocess.Popen([sys.executable, '-c', ENTRY, 'ingest', str(DEMO),
                           '--out', str(tmp_path / 'c'), '--json'], stdout=w_fd, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     os.close(w_fd)
     _, err = p.communicate(timeout=300)

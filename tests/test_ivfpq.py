@@ -1,24 +1,17 @@
 """An index built with `--index ivfpq` (02d_dense): its FAISS lists live in a memory-mapped file inside the generation
 folder; the store loads it that way, answers as the store that wrote it, and an update writes a new generation with a
 new lists file while the old generation is dropped whole."""
-import json, subprocess, sys
-from pathlib import Path
+import json
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / 'data' / 'demo'
 pytest.importorskip('faiss', reason="FAISS is not installed: pip install 'scholarqa[index]'")
+from cli_run import cli
 
 
-def cli(*argv, timeout=900):
-    return subprocess.run([sys.executable, '-c', 'from scholarqa.cli import cli_main; cli_main()', *map(str, argv)],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-
-
-def test_ivfpq_index_from_the_command_line(tmp_path):
+def test_ivfpq_index_from_the_command_line(tmp_path, demo_cli_copy):
     from scholarqa.retrieval.store import IndexStore, state_dir
     from scholarqa.retrieval.dense import _on_disk_lists
-    assert cli('ingest', DEMO, '--out', tmp_path / 'c', '--json').returncode == 0
+    demo_cli_copy(tmp_path, corpus='c')                                  # the demo corpus as `scholarqa ingest` writes it
     r = cli('index', tmp_path / 'c', '--out', tmp_path / 'ix', '--index', 'ivfpq', '--json')
     assert r.returncode == 0, r.stderr
     store = IndexStore.load(tmp_path / 'ix')

@@ -318,7 +318,8 @@ def build_index(corpus_or_papers, out_dir,
                 chunker: str = 'paragraph',      # 'paragraph' | 'fixed' | 'recursive' | 'semantic'
                 model=None,                      # encoder name/path (None = bundled MiniLM)
                 encoder: Encoder | None = None,  # a loaded encoder (its cache is used as is); overrides `model`
-                index_kind: str = 'flat', index_opts: dict | None = None,
+                index_kind: str | None = None,   # 'flat' | 'ivf' | 'hnsw' | 'ivfpq'; None: the folder's kind, 'flat' if new
+                index_opts: dict | None = None,
                 chunker_opts: dict | None = None,  # None = DEFAULT_CHUNKER_OPTS (contextual headers on); {} = plain chunks
                 progress: bool = False,
                 query_encoder: bool = True,      # also write the PyTorch-free query encoder (needs onnx)
@@ -330,7 +331,7 @@ def build_index(corpus_or_papers, out_dir,
     if (out / INDEX_META).exists():
         store = IndexStore.load(out, encoder)
         m = store.meta
-        want = {'chunker': chunker, 'chunker_opts': chunker_opts, 'index kind': index_kind}
+        want = {'chunker': chunker, 'chunker_opts': chunker_opts, 'index kind': index_kind or m['index']['kind']}
         got = {'chunker': m['chunker'], 'chunker_opts': m['chunker_opts'], 'index kind': m['index']['kind']}
         if want != got or (encoder is None and model is not None and model_identity(str(model)) != m['model_id']):
             raise ValueError(f'{out} holds an index built with {got} and model {m["model_id"]}; asked for {want} and model '
@@ -338,6 +339,7 @@ def build_index(corpus_or_papers, out_dir,
         store.update(corpus_or_papers, progress=progress, engine=engine)
         return store
     enc = encoder or Encoder(model, cache_dir=out / 'embeddings', progress=progress)
+    index_kind = index_kind or 'flat'
     vi = VectorIndex(enc.dim, index_kind, **(index_opts or {}))
     meta = {'version': INDEX_VERSION, 'chunker': chunker, 'chunker_opts': chunker_opts,
             'model': _store_model_name(enc.name if encoder is not None else model),
