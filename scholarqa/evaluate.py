@@ -20,12 +20,12 @@ from .measure import CI_BELOW, ci_text
 # %% auto #0
 __all__ = ['BENCH_METRICS', 'DEMO_QUESTIONS', 'JUDGE_CRITERIA', 'JUDGE_SCHEMA', 'QUESTION_WRITER_PROMPT', 'RAGAS_NON_LLM',
            'RAGAS_LLM', 'hit_at_k', 'recall_at_k', 'mrr', 'average_precision', 'map_at_k', 'ndcg_at_k', 'evaluate_run',
-           'load_eval_questions', 'question_qrels', 'chunk_qrels', 'run_retrievers', 'retrieval_table', 'hit_curve',
-           'all_found_at_k', 'pubmedqa_retrieval_task', 'demo_eval_questions', 'judge_prompt', 'judge',
-           'squad_normalise', 'token_f1', 'rouge_l', 'distinct_n', 'semantic_similarity', 'parse_yesno',
-           'negation_yesno', 'yesno_scores', 'sample_paragraphs', 'seed_protocol_questions', 'evidence_paragraphs',
-           'qa_item_questions', 'inline_schema_refs', 'ragas_llm', 'ragas_embeddings', 'ragas_scores', 'ragas_summary',
-           'evaluate', 'summarise']
+           'load_eval_questions', 'question_qrels', 'chunk_qrels', 'context_paragraphs', 'holds_gold', 'run_retrievers',
+           'retrieval_table', 'hit_curve', 'all_found_at_k', 'pubmedqa_retrieval_task', 'demo_eval_questions',
+           'judge_prompt', 'judge', 'squad_normalise', 'token_f1', 'rouge_l', 'distinct_n', 'semantic_similarity',
+           'parse_yesno', 'negation_yesno', 'yesno_scores', 'sample_paragraphs', 'seed_protocol_questions',
+           'evidence_paragraphs', 'qa_item_questions', 'inline_schema_refs', 'ragas_llm', 'ragas_embeddings',
+           'ragas_scores', 'ragas_summary', 'evaluate', 'summarise']
 
 # %% ../nbs/03b_evaluate.ipynb #9813066d
 def _metric_dedupe(ranked: Sequence) -> list:
@@ -131,6 +131,14 @@ def chunk_qrels(paragraph_qrels: dict, chunks) -> dict:
     for c in chunks:
         for pid in (c.paragraph_ids or [c.id]): by_para.setdefault(pid, set()).add(c.id)
     return {q: set().union(*[by_para.get(p, set()) for p in ps]) if ps else set() for q, ps in paragraph_qrels.items()}
+
+def context_paragraphs(hits, skip_kinds=()) -> set:
+    "Every paragraph id a context covers (a chunk naming no paragraph counts as its own id); chunks of `skip_kinds` left out."
+    return set().union(*[set(h.chunk.paragraph_ids or [h.chunk.id]) for h in hits if h.chunk.kind not in skip_kinds]) if hits else set()
+
+def holds_gold(hits, gold, skip_kinds=()) -> float:
+    "1.0 when every gold paragraph is in the context (a two-paper question needs both of its papers' paragraphs), else 0.0."
+    return float(set(gold) <= context_paragraphs(hits, skip_kinds))
 
 # %% ../nbs/03b_evaluate.ipynb #f8658e3b
 def run_retrievers(retrievers: dict, queries: dict, k: int = 20) -> dict:
@@ -577,7 +585,7 @@ def evaluate(method,                          # a Method: retrieve(question, k) 
             for c in ks: row[f'hit@{c}'] = hit_at_k(ranked, gold, c)
             for c in ks: row[f'recall@{c}'] = recall_at_k(ranked, gold, c)
             row['mrr'] = mrr(ranked, gold)
-            row['all_gold'] = float(gold <= set().union(*[set(h.chunk.paragraph_ids or [h.chunk.id]) for h in hits]))   # every gold paragraph in the context
+            row['all_gold'] = holds_gold(hits, gold)   # every gold paragraph in the context
         if backend is not None:
             a = method.answer(q['question'], hits, backend)
             refs = [r for r in q.get('answers', []) if r]

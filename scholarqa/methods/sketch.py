@@ -20,7 +20,7 @@ from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.dense import DenseRetriever, VectorIndex, chunk_int_id
 from ..retrieval.fusion import reciprocal_rank_fusion
-from ..generate.answer import GeneratorAnswer, MethodOptionError, check_options, content_words, method_backend, register_method
+from ..generate.answer import GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, content_words, method_backend, register_method
 from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend
 
 # %% auto #0
@@ -393,12 +393,6 @@ def triple_backend(store, llm_backend: str = 'llama_cpp', llm_model=None, llm_ca
     "The LLM backend of `extractor='llm'` (03's; SmolLM2 by default), its calls recorded in `llm_cache` or INDEX/sketch-llm/llm_calls."
     return method_backend('sketch/kg, extractor llm', llm_backend, llm_model, llm_cache or store.path / 'sketch-llm' / 'llm_calls')
 
-class _SketchSide(GeneratorAnswer):
-    "One retriever of the family as a method (its context answered by 03a's generator)."
-    def __init__(self, retriever, name: str, encoder): self.retriever, self.name, self.encoder = retriever, name, encoder
-    def __repr__(self): return f'{self.name}: {self.retriever!r}'
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
-
 def _sk_method(name: str, store, combine: str, mode: str, max_tokens: int, papers, options):
     extractor = options.pop('extractor', 'spacy')
     llm = {k: options.pop(k) for k in ('llm_backend', 'llm_model', 'llm_cache') if k in options}
@@ -407,7 +401,7 @@ def _sk_method(name: str, store, combine: str, mode: str, max_tokens: int, paper
     if extractor not in ('spacy', 'llm'): raise MethodOptionError(f"extractor must be 'spacy' or 'llm', not {extractor!r}")
     if llm and extractor != 'llm': raise MethodOptionError(f'{sorted(llm)} only go with extractor=llm')
     p = sketch_parts(store, papers, backend=triple_backend(store, **llm) if extractor == 'llm' else None)
-    m = SKETCH(p['kg'], p['semantic'], combine) if name == 'sketch' else _SketchSide(p[name], name, store.encoder)
+    m = SKETCH(p['kg'], p['semantic'], combine) if name == 'sketch' else RetrieverMethod(p[name], name, store.encoder)   # 03a's
     m.mode, m.max_tokens = mode, max_tokens
     return m
 
