@@ -24,10 +24,10 @@ from .fusion import minmax
 # %% auto #0
 __all__ = ['RERANK_SPLIT_SEED', 'RERANK_RECORD', 'ONNX_DIR', 'PARITY_PAIRS', 'RERANK_DEPTH', 'RerankExample', 'without_in_paper',
            'NegativeMiner', 'rerank_examples', 'whole_paper_items', 'pubmedqa_items', 'pqa_artificial_items',
-           'qasper_items', 'narrativeqa_items', 'pseudo_query_items', 'select_training', 'check_no_leak',
-           'load_cross_encoder', 'rerank_loss', 'train_reranker', 'OnnxCrossEncoder', 'export_reranker_onnx',
-           'Reranker', 'RerankedRetriever', 'RerankedMethod', 'default_reranker_dir', 'reranker_for',
-           'protected_questions', 'default_training_examples']
+           'qasper_items', 'narrativeqa_items', 'pseudo_query_items', 'query_overlap', 'overlap_gap', 'select_training',
+           'check_no_leak', 'load_cross_encoder', 'rerank_loss', 'train_reranker', 'OnnxCrossEncoder',
+           'export_reranker_onnx', 'Reranker', 'RerankedRetriever', 'RerankedMethod', 'default_reranker_dir',
+           'reranker_for', 'protected_questions', 'default_training_examples']
 
 # %% ../../nbs/02j_rerank.ipynb #c5e6a93a
 @dataclass
@@ -76,7 +76,7 @@ class NegativeMiner:
         return [self.chunks[i] for i in own], [self.chunks[i] for i in other]
 
 # %% ../../nbs/02j_rerank.ipynb #b2536a3c
-def rerank_examples(items: list[dict],            # {'qid', 'query', 'positives': [chunk id], 'paper_id', 'doc'[, 'positive_text']}
+def rerank_examples(items: list[dict],            # {'qid', 'query', 'positives': [chunk id], 'paper_id', 'doc'[, 'positive_text', 'mine_with']}
                     chunks, encoder, source: str,
                     n_in: int = 2, n_other: int = 2,   # negatives mined inside the positive's paper / in other papers
                     seed: int = 0, vectors: np.ndarray | None = None,
@@ -86,10 +86,11 @@ def rerank_examples(items: list[dict],            # {'qid', 'query', 'positives'
     rng, out, counts = random.Random(seed), [], {'items': len(items), 'examples': 0, 'no_positive_chunk': 0, 'no_negative': 0}
     usable = [it for it in items if any(p in miner.row for p in it['positives'])]
     counts['no_positive_chunk'] = len(items) - len(usable)
-    Q = encoder.encode([it['query'] for it in usable]) if usable else None          # (n_items, d)
+    mining = [it.get('mine_with') or it['query'] for it in usable]                 # what the negatives must resemble
+    Q = encoder.encode(mining) if usable else None                                   # (n_items, d)
     for j, it in enumerate(show_progress(usable, f'mining negatives ({source})', unit='queries', enabled=progress)):
         first = next(p for p in it['positives'] if p in miner.row)
-        own, other = miner.mine(it['query'], it['positives'], it['paper_id'], n_in, n_in + n_other, Q[j])   # spare others: the ablation
+        own, other = miner.mine(mining[j], it['positives'], it['paper_id'], n_in, n_in + n_other, Q[j])   # spare others: the ablation
         if not own and not other: counts['no_negative'] += 1; continue
         pos = it.get('positive_text') or chunk_index_text(miner.chunks[miner.row[first]])
         negs = own + other[:n_other]
@@ -156,15 +157,35 @@ def narrativeqa_items(nqa, part: str = 'train', seed: int = RERANK_SPLIT_SEED, t
     return items, chunks
 
 def pseudo_query_items(papers, tokenizer=None, n: int = 1000, seed: int = 0) -> tuple[list, list]:
-    "(items, chunks) of inverse-cloze pseudo-queries (`02f_adapt.ict_examples`): a sentence finds its paragraph."
+    "(items, chunks) of inverse-cloze pseudo-queries (`02f_adapt.ict_examples`): a sentence finds its paragraph; negatives resemble the paragraph."
     from scholarqa.retrieval.adapt import ict_examples
     papers = list(papers)
     chunks = chunk_corpus(papers, 'paragraph', tokenizer=tokenizer, context_header=True)
     paper_of = {c.id: c.paper_id for c in chunks}
     items = [{'qid': f'ict-{e.paragraph_id}', 'query': e.query, 'positives': [e.paragraph_id], 'paper_id': paper_of[e.paragraph_id],
-              'doc': paper_of[e.paragraph_id], 'positive_text': e.positive}
+              'doc': paper_of[e.paragraph_id], 'positive_text': e.positive, 'mine_with': e.positive}
              for e in ict_examples(papers, tokenizer, n=n, seed=seed) if e.paragraph_id in paper_of]
     return items, chunks
+
+# %% ../../nbs/02j_rerank.ipynb #0a1c7e02
+def query_overlap(query: str, text: str) -> float:
+    "Share of the query's BM25 terms (stemmed, stop words out) that occur in `text`; 0.0 for a query with no term."
+    from scholarqa.retrieval.bm25 import bm25_tokenize
+    q = set(bm25_tokenize(query))
+    return len(q & set(bm25_tokenize(text))) / len(q) if q else 0.0
+
+def overlap_gap(examples) -> list[dict]:
+    "Per source: how much of the query the positive holds, how much its negatives hold on average, and the difference."
+    by = {}
+    for e in examples:
+        if e.negatives: by.setdefault(e.source, []).append(e)
+    rows = []
+    for src, ex in sorted(by.items()):
+        pos = float(np.mean([query_overlap(e.query, e.positive) for e in ex]))
+        neg = float(np.mean([np.mean([query_overlap(e.query, n) for n in e.negatives]) for e in ex]))
+        rows.append({'source': src, 'examples': len(ex), 'positive_share': round(pos, 3), 'negative_share': round(neg, 3),
+                     'gap': round(pos - neg, 3)})
+    return rows
 
 # %% ../../nbs/02j_rerank.ipynb #82bdf359
 def select_training(items_by_source: dict,          # {source: [item]}
