@@ -5,7 +5,7 @@ corpus itself, reranks the top of any first stage."""
 
 # %% ../../nbs/02j_rerank.ipynb #327c5e9d
 from __future__ import annotations
-import json, os, random, shutil, time
+import json, math, os, random, shutil, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -267,6 +267,7 @@ def _rerank_rows(examples, n_negatives: int) -> list[dict]:
 def train_reranker(examples, out_dir,
                    model=None,                  # base: hub name or local folder; None = the bundled MiniLM
                    epochs: int = 1, batch_size: int = 16, lr: float = 3e-5, warmup: float = 0.1,
+                   head_lr: float | None = None,  # the new scoring head's own rate (None: `lr` for every weight)
                    n_negatives: int = 3,        # negatives per query in the softmax
                    max_length: int = 256,       # tokens of question + passage
                    seed: int = 0, progress: bool = True,
@@ -284,8 +285,8 @@ def train_reranker(examples, out_dir,
     for e in examples: by_source[e.source] = by_source.get(e.source, 0) + 1
     settings = {'base_model': model_identity(base), 'examples': len(rows), 'by_source': dict(sorted(by_source.items())),
                 'examples_hash': blake2b_hex(json.dumps(rows, ensure_ascii=False, sort_keys=True), 16),
-                'epochs': epochs, 'batch_size': batch_size, 'lr': lr, 'warmup': warmup, 'n_negatives': n_negatives,
-                'max_length': max_length, 'seed': seed}
+                'epochs': epochs, 'batch_size': batch_size, 'lr': lr, 'head_lr': head_lr, 'warmup': warmup,
+                'n_negatives': n_negatives, 'max_length': max_length, 'seed': seed}
     out = Path(out_dir)
     if reuse and (out / RERANK_RECORD).exists():
         have = json.loads((out / RERANK_RECORD).read_text(encoding='utf-8'))
@@ -302,7 +303,16 @@ def train_reranker(examples, out_dir,
         "The library's loss with its random in-batch negatives switched off (it cannot sample zero of them)."
         def get_in_batch_negatives(self, anchors, candidates): return iter(())
     loss = _MinedNegativesOnly(ce)
-    trainer = CrossEncoderTrainer(model=ce, args=args, train_dataset=HFDataset.from_list(rows), loss=loss)
+    optimizers = (None, None)                  # the trainer's own AdamW and linear schedule, one rate for all
+    if head_lr is not None:                    # the same AdamW and schedule, with the head in a group of its own
+        named = list(ce.model.named_parameters())
+        head = [p for n, p in named if n.startswith('classifier.')]
+        if not head: raise ValueError(f'train_reranker: {base} has no `classifier` head for head_lr')
+        opt = torch.optim.AdamW([{'params': [p for n, p in named if not n.startswith('classifier.')], 'lr': lr},
+                                 {'params': head, 'lr': head_lr}], lr=lr, weight_decay=args.weight_decay)
+        total = math.ceil(len(rows) / batch_size) * epochs
+        optimizers = (opt, transformers.get_linear_schedule_with_warmup(opt, math.ceil(warmup * total), total))
+    trainer = CrossEncoderTrainer(model=ce, args=args, train_dataset=HFDataset.from_list(rows), loss=loss, optimizers=optimizers)
     trainer_progress(trainer, 'reranker training', enabled=progress)
     trainer.train()
     shutil.rmtree(work, ignore_errors=True)
