@@ -657,7 +657,10 @@ def _add_rerank(sub) -> None:
     t.add_argument('--cap', type=int, default=1500, help='most questions per public source (default 1500)')
     t.add_argument('--pseudo', type=int, default=1500, help='pseudo-queries from the corpus (default 1500)')
     t.add_argument('--epochs', type=int, default=1)
-    t.add_argument('--max-length', type=int, default=256, help='tokens of question + passage (default 256)')
+    t.add_argument('--max-length', type=int, default=None, help="tokens of question + passage (default: 02j's RERANK_MAX_LENGTH)")
+    t.add_argument('--lr', type=float, default=None, help="the transformer layers' learning rate (default: 02j's RERANK_LR)")
+    t.add_argument('--head-lr', type=lambda v: v if v == 'same' else float(v), default=None, metavar='RATE|same',
+                   help="the new scoring head's own rate, or `same` for --lr everywhere (default: 02j's RERANK_HEAD_LR)")
     t.add_argument('--seed', type=int, default=0)
     t.add_argument('--json', action='store_true', help='print the training record and data card as JSON')
     _wait_flag(t)
@@ -667,8 +670,12 @@ def _add_rerank(sub) -> None:
 def _rerank_train_cmd(args) -> int:
     rr = need('scholarqa.retrieval.rerank', 'index,embed,train', 'rerank train')
     from scholarqa.retrieval.dense import Encoder
-    if min(args.cap, args.pseudo, args.epochs, args.max_length) < 1:
+    if min(args.cap, args.pseudo, args.epochs, args.max_length or 1) < 1:
         print('scholarqa rerank train: --cap, --pseudo, --epochs and --max-length must be at least 1', file=sys.stderr); return 2
+    if any(v is not None and v != 'same' and not v > 0 for v in (args.lr, args.head_lr)):
+        print('scholarqa rerank train: --lr and --head-lr must be above 0', file=sys.stderr); return 2
+    kw = {k: v for k, v in (('lr', args.lr), ('max_length', args.max_length)) if v is not None}
+    if args.head_lr is not None: kw['head_lr'] = None if args.head_lr == 'same' else args.head_lr
     papers = []
     if args.corpus:
         papers, err = _load_corpus_arg('rerank train', args.corpus)
@@ -677,7 +684,7 @@ def _rerank_train_cmd(args) -> int:
     try:
         ex, card = rr.default_training_examples(Encoder(progress=False), papers, data_dir=args.data_dir, cap=args.cap,
                                                 n_pseudo=args.pseudo, seed=args.seed, progress=True)
-        rec = rr.train_reranker(ex, out, epochs=args.epochs, max_length=args.max_length, seed=args.seed, progress=True)
+        rec = rr.train_reranker(ex, out, epochs=args.epochs, seed=args.seed, progress=True, **kw)
     except (ValueError, OSError) as e: print(f'scholarqa rerank train: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps({'record': {k: v for k, v in rec.items() if k != 'losses'}, 'data_card': card})); return 0
     print(f"{rec['examples']} examples ({', '.join(f'{k} {v}' for k, v in rec['by_source'].items())}); {rec['steps']} steps in "

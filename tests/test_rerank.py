@@ -7,8 +7,8 @@ import pytest
 
 from scholarqa.datasets import find_data_dir, load_dataset, pubmedqa_split, DatasetUnavailable
 from scholarqa.doc import normalise_text
-from scholarqa.retrieval.rerank import (narrativeqa_items, protected_questions, pubmedqa_items, qasper_items,
-                                        select_training)
+from scholarqa.retrieval.rerank import (RERANK_HEAD_LR, RERANK_LR, narrativeqa_items, protected_questions, pubmedqa_items,
+                                        qasper_items, select_training)
 
 DATA = find_data_dir()
 needs = lambda *names: pytest.mark.skipif(DATA is None or not all((DATA / n).exists() for n in names),
@@ -56,6 +56,10 @@ def test_cli_rerank_train_search_ask(tmp_path, demo_cli_copy):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out['record']['examples'] > 0 and set(out['data_card']['sources']) == {'pseudo_queries'} and len(out['data_card']['missing']) == 4
+    # the recipe's rates reach the model unless a flag overrides them; the window is the flag's
+    assert (out['record']['lr'], out['record']['head_lr'], out['record']['max_length']) == (RERANK_LR, RERANK_HEAD_LR, 64)
+    r = _run('rerank', 'train', '--corpus', tmp_path / 'corpus', '--data-dir', empty, '--lr', 0, '--out', tmp_path / 'never', env=env)
+    assert r.returncode == 2 and '--lr and --head-lr must be above 0' in r.stderr and not (tmp_path / 'never').exists()
     first = json.loads(_run('search', tmp_path / 'index', q, '-k', 30, '--json').stdout)
     r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--rerank-depth', 30, '--json', env=env)
     assert r.returncode == 0, r.stderr

@@ -22,12 +22,12 @@ from .dense import (default_cache_dir, export_module_onnx, model_identity, onnx_
 from .fusion import minmax
 
 # %% auto #0
-__all__ = ['RERANK_SPLIT_SEED', 'RERANK_RECORD', 'ONNX_DIR', 'PARITY_PAIRS', 'RERANK_DEPTH', 'RerankExample', 'without_in_paper',
-           'NegativeMiner', 'rerank_examples', 'whole_paper_items', 'pubmedqa_items', 'pqa_artificial_items',
-           'qasper_items', 'narrativeqa_items', 'pseudo_query_items', 'query_overlap', 'overlap_gap', 'select_training',
-           'check_no_leak', 'load_cross_encoder', 'rerank_loss', 'train_reranker', 'OnnxCrossEncoder',
-           'export_reranker_onnx', 'Reranker', 'RerankedRetriever', 'RerankedMethod', 'default_reranker_dir',
-           'reranker_for', 'protected_questions', 'default_training_examples']
+__all__ = ['RERANK_SPLIT_SEED', 'RERANK_RECORD', 'RERANK_LR', 'RERANK_HEAD_LR', 'RERANK_MAX_LENGTH', 'ONNX_DIR', 'PARITY_PAIRS',
+           'RERANK_DEPTH', 'RerankExample', 'without_in_paper', 'NegativeMiner', 'rerank_examples', 'whole_paper_items',
+           'pubmedqa_items', 'pqa_artificial_items', 'qasper_items', 'narrativeqa_items', 'pseudo_query_items',
+           'query_overlap', 'overlap_gap', 'select_training', 'check_no_leak', 'load_cross_encoder', 'rerank_loss',
+           'train_reranker', 'OnnxCrossEncoder', 'export_reranker_onnx', 'Reranker', 'RerankedRetriever',
+           'RerankedMethod', 'default_reranker_dir', 'reranker_for', 'protected_questions', 'default_training_examples']
 
 # %% ../../nbs/02j_rerank.ipynb #c5e6a93a
 @dataclass
@@ -221,6 +221,9 @@ def check_no_leak(examples, protected_questions=(), protected_docs=()) -> int:
 
 # %% ../../nbs/02j_rerank.ipynb #f6684ab1
 RERANK_RECORD = 'rerank_record.json'
+# the training defaults: the settings the experiment companion's search runs chose on dev questions (02k, `lr_grid`,
+# `head_lr_grid`, `max_length`); `scholarqa rerank train` uses them unless told otherwise
+RERANK_LR, RERANK_HEAD_LR, RERANK_MAX_LENGTH = 3e-4, 3e-3, 128
 
 def _quiet_transformers():
     "Silence transformers' loading reports and the 'newly initialized head' warning (the head is initialised on purpose)."
@@ -229,7 +232,7 @@ def _quiet_transformers():
     for name in ('sentence_transformers', 'transformers'): logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings('ignore', message='.*were not initialized.*')
 
-def load_cross_encoder(model=None, max_length: int = 256,
+def load_cross_encoder(model=None, max_length: int = RERANK_MAX_LENGTH,
                        seed: int = 0):            # seeds a newly added head (a trained folder's head is loaded as is)
     "A sentence-transformers CrossEncoder on the CPU: a folder or hub name with a one-score head (None: MiniLM + new head)."
     import torch
@@ -266,10 +269,10 @@ def _rerank_rows(examples, n_negatives: int) -> list[dict]:
 @writes('out_dir')   # one writer at a time on the model folder (00_doc)
 def train_reranker(examples, out_dir,
                    model=None,                  # base: hub name or local folder; None = the bundled MiniLM
-                   epochs: int = 1, batch_size: int = 16, lr: float = 3e-5, warmup: float = 0.1,
-                   head_lr: float | None = None,  # the new scoring head's own rate (None: `lr` for every weight)
+                   epochs: int = 1, batch_size: int = 16, lr: float = RERANK_LR, warmup: float = 0.1,
+                   head_lr: float | None = RERANK_HEAD_LR,  # the new scoring head's own rate (None: `lr` for every weight)
                    n_negatives: int = 3,        # negatives per query in the softmax
-                   max_length: int = 256,       # tokens of question + passage
+                   max_length: int = RERANK_MAX_LENGTH,  # tokens of question + passage
                    seed: int = 0, progress: bool = True,
                    reuse: bool = True) -> dict:  # a folder trained from the same examples and settings is returned as is
     "Train a cross-encoder reranker on RerankExamples; save it to `out_dir` atomically with its record; return the record."
@@ -425,7 +428,7 @@ class Reranker:
         path = settled(str(model)) if model is not None else None   # a model folder whose swap was cut off is put back first
         rec = {}
         if path is not None and (path / RERANK_RECORD).exists(): rec = json.loads((path / RERANK_RECORD).read_text(encoding='utf-8'))
-        max_length = max_length or rec.get('max_length') or 256
+        max_length = max_length or rec.get('max_length') or RERANK_MAX_LENGTH
         onnx_info = {}
         if path is not None and (path / ONNX_DIR / 'onnx.json').exists():
             onnx_info = json.loads((path / ONNX_DIR / 'onnx.json').read_text(encoding='utf-8'))
