@@ -41,6 +41,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'scholarqa.cli._mc_train_cmd': ('cli.html#_mc_train_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._method_choices': ('cli.html#_method_choices', 'scholarqa/cli.py'),
                                'scholarqa.cli._one_or_batch': ('cli.html#_one_or_batch', 'scholarqa/cli.py'),
+                               'scholarqa.cli._rate_or_same': ('cli.html#_rate_or_same', 'scholarqa/cli.py'),
                                'scholarqa.cli._rerank_train_cmd': ('cli.html#_rerank_train_cmd', 'scholarqa/cli.py'),
                                'scholarqa.cli._retriever_choices': ('cli.html#_retriever_choices', 'scholarqa/cli.py'),
                                'scholarqa.cli._search_cmd': ('cli.html#_search_cmd', 'scholarqa/cli.py'),

@@ -659,13 +659,19 @@ def _add_rerank(sub) -> None:
     t.add_argument('--epochs', type=int, default=1)
     t.add_argument('--max-length', type=int, default=None, help="tokens of question + passage (default: 02j's RERANK_MAX_LENGTH)")
     t.add_argument('--lr', type=float, default=None, help="the transformer layers' learning rate (default: 02j's RERANK_LR)")
-    t.add_argument('--head-lr', type=lambda v: v if v == 'same' else float(v), default=None, metavar='RATE|same',
+    t.add_argument('--head-lr', type=_rate_or_same, default=None, metavar='RATE|same',
                    help="the new scoring head's own rate, or `same` for --lr everywhere (default: 02j's RERANK_HEAD_LR)")
     t.add_argument('--seed', type=int, default=0)
     t.add_argument('--json', action='store_true', help='print the training record and data card as JSON')
     _wait_flag(t)
     t.set_defaults(func=_rerank_train_cmd)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+def _rate_or_same(v: str):
+    "--head-lr's value: a learning rate, or `same`."
+    if v == 'same': return v
+    try: return float(v)
+    except ValueError: raise argparse.ArgumentTypeError(f'expected a learning rate or `same`, not {v!r}') from None
 
 def _rerank_train_cmd(args) -> int:
     rr = need('scholarqa.retrieval.rerank', 'index,embed,train', 'rerank train')

@@ -60,6 +60,8 @@ def test_cli_rerank_train_search_ask(tmp_path, demo_cli_copy):
     assert (out['record']['lr'], out['record']['head_lr'], out['record']['max_length']) == (RERANK_LR, RERANK_HEAD_LR, 64)
     r = _run('rerank', 'train', '--corpus', tmp_path / 'corpus', '--data-dir', empty, '--lr', 0, '--out', tmp_path / 'never', env=env)
     assert r.returncode == 2 and '--lr and --head-lr must be above 0' in r.stderr and not (tmp_path / 'never').exists()
+    r = _run('rerank', 'train', '--corpus', tmp_path / 'corpus', '--head-lr', 'fast', '--out', tmp_path / 'never', env=env)
+    assert r.returncode == 2 and "expected a learning rate or `same`, not 'fast'" in r.stderr and not (tmp_path / 'never').exists()
     first = json.loads(_run('search', tmp_path / 'index', q, '-k', 30, '--json').stdout)
     r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--rerank-depth', 30, '--json', env=env)
     assert r.returncode == 0, r.stderr
