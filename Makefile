@@ -51,9 +51,10 @@ nbdev-test: setup
 outputs-check: setup
 	$(PY) tools/run_notebooks.py --params ci --check --jobs 2
 
-# two workers (pytest-xdist), a test file each at a time: a file's module fixtures are built once
+# two workers (pytest-xdist), a test file each at a time: a file's module fixtures are built once; the 40 slowest steps are
+# listed before the summary line, so a CI log shows where the time goes
 pytest: setup
-	$(ONE_THREAD) $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile tests
+	$(ONE_THREAD) $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=40 tests
 
 ## the main job: every notebook through papermill with its CI parameters on the demo corpus → outputs/
 reproduce: setup
