@@ -114,13 +114,18 @@ def query_encoder(self: IndexStore):
     return self._qenc
 
 @patch
+def _query_encoder_pending(self: IndexStore) -> bool:
+    "Whether the index wants a PyTorch-free query encoder and lacks one for its model."
+    if not self.meta.get('query_encoder_wanted', True): return False
+    try: current = json.loads((self.path / QUERY_ENCODER_DIR / 'encoder.json').read_text())
+    except (OSError, ValueError): current = {}
+    return current.get('model_id') != self.meta['model_id']
+
+@patch
 def _ensure_query_encoder(self: IndexStore) -> None:
     "Export the PyTorch-free query encoder if the index wants one and lacks a current one; the outcome goes into meta.json."
-    if not self.meta.get('query_encoder_wanted', True): return
+    if not self._query_encoder_pending(): return
     d = self.path / QUERY_ENCODER_DIR
-    try: current = json.loads((d / 'encoder.json').read_text())
-    except (OSError, ValueError): current = {}
-    if current.get('model_id') == self.meta['model_id']: return
     if not onnx_available():
         self.meta['query_encoder'] = {'error': "not exported: needs onnx and onnxruntime (pip install 'scholarqa[index]')"}; return
     try: self.meta['query_encoder'] = {k: v for k, v in export_query_encoder(self.encoder, d).items() if k in ('model_id', 'parity')}
@@ -279,6 +284,8 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     have = set(self.meta.get('papers', {})) | {c.paper_id for c in self.chunks}   # incl. papers that gave no chunks
     new = [p for pid, p in given.items() if pid not in have]
     gone = (have - set(given)) if remove_missing else set()
+    if not new and not gone and self._complete_on_disk() and not (self._query_encoder_pending() and onnx_available()):
+        return self._unchanged(len(given), was)                    # nothing to chunk, encode or export: the model stays unloaded
     enc = self.encoder; before = dict(enc.stats)
     opts = dict(self.meta['chunker_opts'])
     far = 0                                                        # vectors computed by the engine, not by `enc`
@@ -310,6 +317,22 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     self._ensure_query_encoder()                                   # after the counts: its parity check encodes a few texts
     if new or gone or json.dumps(self.meta, sort_keys=True) != was or not (self.path / INDEX_META).exists():
         self.save()                                                # nothing changed: nothing written, the generation stays
+    return self.last_update
+
+@patch
+def _complete_on_disk(self: IndexStore) -> bool:
+    "The folder has been saved and every chunk has its vector (what a generation commit guarantees)."
+    return ((self.path / INDEX_META).exists() and self._vindex is not None
+            and self._vindex.ids == {chunk_int_id(c.id) for c in self.chunks})
+
+@patch
+def _unchanged(self: IndexStore, n_papers: int, was: str) -> dict:
+    "`update`'s answer when the index already holds exactly the given papers: no model loaded, nothing written unless meta.json must record a missing onnx."
+    if self._encoder is not None: self.encoder                     # a caller's encoder must still be the index's model (raises if not)
+    self._ensure_query_encoder()                                   # at most records that onnx is missing: it exports nothing here
+    self.last_update = {'added_papers': 0, 'removed_papers': 0, 'unchanged_papers': n_papers, 'added_chunks': 0,
+                        'removed_chunks': 0, 'encoded': 0, 'cached': 0}
+    if json.dumps(self.meta, sort_keys=True) != was: self.save()
     return self.last_update
 
 # %% ../../nbs/02g_store.ipynb #733b376c
