@@ -40,7 +40,7 @@ def _consistent(s) -> None:
 @pytest.mark.slow
 def test_index_kill_9_then_repair(tmp_path, variant_papers, tally):
     src, corpus, index = tmp_path / 'src', tmp_path / 'corpus', tmp_path / 'index'
-    files = variant_papers(src, 40)
+    files = variant_papers(src, 24)
     _run('ingest', src, '--out', corpus)
     _run('index', corpus, '--out', index)                           # the index the rounds start from
     rng = random.Random(20)
@@ -82,7 +82,7 @@ def test_index_kill_9_then_repair(tmp_path, variant_papers, tally):
     left = sorted(p.name for p in index.iterdir() if p.name.startswith('state-'))
     assert left == [got.meta['generation']], f'unfinished generations left behind: {left}'
     assert not list(index.rglob('*.tmp'))
-    tally('kill -9 anywhere', f'index of 40 papers, 6 edited a round: {ROUNDS} rounds, {kills} killed, the folder old '
+    tally('kill -9 anywhere', f'index of 24 papers, 6 edited a round: {ROUNDS} rounds, {kills} killed, the folder old '
           f'{states["old"]} times and new {states["new"]} times; then repaired by a re-run', rounds=ROUNDS, kills=kills, **states)
 
 
@@ -135,7 +135,7 @@ def test_model_save_kill_9_then_repair(tmp_path, variant_papers, tally):
     src, corpus, model = tmp_path / 'src', tmp_path / 'corpus', tmp_path / 'model'
     variant_papers(src, 12)
     _run('ingest', src, '--out', corpus)
-    train = lambda seed, out=model: ['adapt', str(corpus), '--out', str(out), '--examples', '24', '--epochs', '1', '--seed', str(seed)]
+    train = lambda seed, out=model: ['adapt', str(corpus), '--out', str(out), '--examples', '8', '--epochs', '1', '--seed', str(seed)]
     t0 = time.time(); _run(*train(0)); full = time.time() - t0
     seed_of = lambda: json.loads((settled(model) / ICT_RECORD).read_text(encoding='utf-8'))['seed']
     rng = random.Random(22)
