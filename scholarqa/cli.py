@@ -429,7 +429,7 @@ def _backend_kwargs(args, store) -> dict:
     if args.backend == 'transformers':
         if not args.model: raise BackendError('transformers backend: --model is required (a Hugging Face name or a local folder)')
         return {'model': args.model}
-    return {'model': args.model} if args.model else {'encoder': store.encoder}   # extractive: the index's own encoder by default
+    return {'model': args.model} if args.model else {'encoder': store.query_encoder()}   # extractive: the index's own model (PyTorch-free when exported)
 
 def _ask_cmd(args) -> int:
     if args.method == 'agentic' or (Path(args.index) / 'graph.json').is_file(): return _ask_graph_cmd(args)   # a graph folder (08_agentic)

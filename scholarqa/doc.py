@@ -19,7 +19,7 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_npy',
            'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json', 'aside_path', 'restore_aside', 'replace_dir',
            'FolderBusy', 'lock_path', 'lock_wait', 'writer_lock', 'settled', 'writes', 'progress',
-           'bundled_minilm_path', 'load_tokenizer', 'count_tokens', 'corpus_stats']
+           'bundled_minilm_path', 'load_tokenizer', 'TokenCounter', 'count_tokens', 'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
@@ -596,6 +596,20 @@ def load_tokenizer(name_or_path: str | None = None):
     "A fast tokenizer: the bundled MiniLM's by default, or any local path / Hugging Face name (online users)."
     from transformers import AutoTokenizer
     return AutoTokenizer.from_pretrained(name_or_path or bundled_minilm_path())
+
+class TokenCounter:
+    "What a token budget asks of a fast tokenizer (ids, character offsets), answered from a model folder's tokenizer.json by `tokenizers` alone: no transformers, no PyTorch."
+    def __init__(self, path: str | None = None):   # a model folder holding tokenizer.json (None: the bundled MiniLM)
+        from tokenizers import Tokenizer
+        self.tok = Tokenizer.from_file(str(Path(path or bundled_minilm_path()) / 'tokenizer.json'))
+        self.tok.no_truncation(); self.tok.no_padding()
+    def __call__(self, text, add_special_tokens: bool = True, return_offsets_mapping: bool = False) -> dict:
+        "As a Hugging Face tokenizer's call: {'input_ids': …} (and 'offset_mapping'), for one text or a list."
+        one = isinstance(text, str)
+        encs = self.tok.encode_batch([text] if one else list(text), add_special_tokens=add_special_tokens)
+        out = {'input_ids': [e.ids for e in encs]}
+        if return_offsets_mapping: out['offset_mapping'] = [e.offsets for e in encs]
+        return {k: v[0] for k, v in out.items()} if one else out
 
 def count_tokens(texts: list[str], tokenizer=None, batch: int = 512) -> list[int]:
     "Token counts (no special tokens) per text; whitespace words if `tokenizer` is None."

@@ -161,6 +161,28 @@ def test_ask_extractive_json_on_demo(demo_index):
     assert [h['label'] for h in search_hits] == hit_labels          # same retriever, same passages
 
 
+def test_ask_extractive_loads_no_pytorch_and_answers_as_pytorch_would(demo_index, tmp_path):
+    """The default `ask` encodes the passages' sentences with the index's exported query encoder: PyTorch is never imported,
+    and the answers equal those of the same MiniLM run through PyTorch (`--model` with the bundled folder)."""
+    from scholarqa.doc import bundled_minilm_path
+    if not (demo_index / 'query_encoder' / 'encoder.json').exists(): pytest.skip('the index has no query encoder (onnx missing)')
+    qs = tmp_path / 'qs.jsonl'
+    qs.write_text(''.join(json.dumps({'id': f'q{i}', 'question': q}) + '\n' for i, q in enumerate((
+        'How does discourse-aware semantic chunking decide where to split passages?',
+        'How are citation graphs used for retrieval?', 'Which encoder embeds the chunks?'))), encoding='utf-8')
+    probe = ('import sys; from scholarqa.cli import main; code = main(sys.argv[1:]); '
+             "print('torch loaded:', 'torch' in sys.modules, file=sys.stderr); sys.exit(code)")
+    light = subprocess.run([sys.executable, '-c', probe, 'ask', str(demo_index), '--questions', str(qs)], capture_output=True, text=True, timeout=600)
+    assert light.returncode == 0, light.stderr[-2000:]
+    assert light.stderr.strip().splitlines()[-1] == 'torch loaded: False', light.stderr[-2000:]
+    heavy = scholarqa('ask', demo_index, '--questions', qs, '--model', bundled_minilm_path())
+    assert heavy.returncode == 0, heavy.stderr[-2000:]
+    a, b = ([json.loads(l) for l in r.stdout.splitlines() if l.strip()] for r in (light, heavy))
+    assert len(a) == len(b) == 3 and all(x['answer'] for x in a)
+    assert [(x['id'], x['answer'], [c['label'] for c in x['citations']]) for x in a] == \
+           [(x['id'], x['answer'], [c['label'] for c in x['citations']]) for x in b]
+
+
 def test_ask_unreachable_openai_fails_loudly(demo_index):
     r = scholarqa('ask', demo_index, 'What is DASC?', '--generator', 'openai', '--base-url', 'http://127.0.0.1:9', '--model', 'm', '--json',
                   timeout=300)

@@ -232,8 +232,8 @@ class Generator:
                  summary_tokens: int = 200):         # max tokens of the summary call
         if mode not in ('direct', 'summarise_then_answer'): raise ValueError(f'unknown mode {mode!r}')
         if tokenizer == 'minilm':
-            from scholarqa.doc import load_tokenizer
-            tokenizer = load_tokenizer()
+            from scholarqa.doc import TokenCounter
+            tokenizer = TokenCounter()                      # MiniLM's token counts without loading transformers (00_doc)
         self.backend, self.k, self.mode, self.task, self.encoder, self.threshold = backend, k, mode, task, encoder, threshold
         self.params, self.budget, self.tokenizer, self.summary_tokens = params or GenParams(max_tokens=256), budget, tokenizer, summary_tokens
 
@@ -429,4 +429,4 @@ class RetrieverMethod(GeneratorAnswer):
 @register_method('retrieve', 'the --retriever top-k of the index, answered by the generator')
 def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
     check_options('retrieve', options)
-    return RetrieverMethod(store.retriever(retriever), 'retrieve', store.encoder, mode, max_tokens)
+    return RetrieverMethod(store.retriever(retriever), 'retrieve', store.query_encoder(), mode, max_tokens)   # PyTorch-free when the index has one
