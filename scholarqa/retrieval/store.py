@@ -95,12 +95,16 @@ class IndexStore:
 def dense(self: IndexStore) -> DenseRetriever:
     "The dense retriever over this index (reconciled with chunks.jsonl on first use)."
     if self._dense is None:
-        complete = self._vindex is not None and self._vindex.ids == {chunk_int_id(c.id) for c in self.chunks}
-        enc = self.query_encoder() if complete else self.encoder    # nothing to encode but queries: the light encoder will do
+        enc = self.query_encoder() if self._vectors_complete() else self.encoder    # nothing to encode but queries: the light encoder will do
         vi = self._vindex or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params'])
         self._dense = DenseRetriever(self.chunks, enc, index=vi)
         self._vindex = self._dense.index
     return self._dense
+
+@patch
+def _vectors_complete(self: IndexStore) -> bool:
+    "Every chunk has its vector in the vector index (what a generation commit guarantees): nothing is left to encode."
+    return self._vindex is not None and self._vindex.ids == {chunk_int_id(c.id) for c in self.chunks}
 
 @patch
 def query_encoder(self: IndexStore):
@@ -284,7 +288,8 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     have = set(self.meta.get('papers', {})) | {c.paper_id for c in self.chunks}   # incl. papers that gave no chunks
     new = [p for pid, p in given.items() if pid not in have]
     gone = (have - set(given)) if remove_missing else set()
-    if not new and not gone and self._complete_on_disk() and not (self._query_encoder_pending() and onnx_available()):
+    if not new and not gone and (self.path / INDEX_META).exists() and self._vectors_complete() \
+            and not (self._query_encoder_pending() and onnx_available()):
         return self._unchanged(len(given), was)                    # nothing to chunk, encode or export: the model stays unloaded
     enc = self.encoder; before = dict(enc.stats)
     opts = dict(self.meta['chunker_opts'])
@@ -318,12 +323,6 @@ def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool
     if new or gone or json.dumps(self.meta, sort_keys=True) != was or not (self.path / INDEX_META).exists():
         self.save()                                                # nothing changed: nothing written, the generation stays
     return self.last_update
-
-@patch
-def _complete_on_disk(self: IndexStore) -> bool:
-    "The folder has been saved and every chunk has its vector (what a generation commit guarantees)."
-    return ((self.path / INDEX_META).exists() and self._vindex is not None
-            and self._vindex.ids == {chunk_int_id(c.id) for c in self.chunks})
 
 @patch
 def _unchanged(self: IndexStore, n_papers: int, was: str) -> dict:
