@@ -16,11 +16,11 @@ def ux_papers():
 def test_ict_training_carries_over_to_unseen_papers(ux_papers, tmp_path):
     enc = Encoder(progress=False)
     cut = len(ux_papers) * 3 // 4
-    train = ict_examples(ux_papers[:cut], enc.tokenizer, n=128, seed=0)
+    train = ict_examples(ux_papers[:cut], enc.tokenizer, n=64, seed=0)
     held = ict_examples(ux_papers[cut:], enc.tokenizer, n=64, seed=1)
-    assert len(train) == 128 and len(held) == 64
+    assert len(train) == 64 and len(held) == 64
     before = ict_loss(enc, held)
     rec = fine_tune_ict(train, tmp_path / 'model', model=enc.st, lr=5e-5, max_seq_length=128, seed=0, progress=False)
     after = ict_loss(Encoder(rec['path'], progress=False), held)
-    assert rec['steps'] == 4 and not rec['reused']
+    assert rec['steps'] == 2 and not rec['reused']
     assert after < before - 0.02, (before, after)     # the loss on the other papers' sentences and paragraphs goes down
