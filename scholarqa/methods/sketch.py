@@ -24,10 +24,10 @@ from ..generate.answer import GeneratorAnswer, MethodOptionError, RetrieverMetho
 from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend
 
 # %% auto #0
-__all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_CACHE_VERSION', 'Triple', 'spacy_triples', 'extract_triples',
-           'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of', 'KGHit', 'KGRetriever',
-           'dense_over', 'SKETCH', 'sketch_cache', 'sketch_llm_triples', 'sketch_parts', 'triple_backend',
-           'sketch_method', 'kg_method', 'semantic_method', 'naive_method']
+__all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple', 'spacy_triples',
+           'extract_triples', 'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of',
+           'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_cache', 'sketch_llm_triples', 'sketch_parts',
+           'triple_backend', 'sketch_method', 'kg_method', 'semantic_method', 'naive_method']
 
 # %% ../../nbs/05_sketch.ipynb #5a000009
 @dataclass(frozen=True)
@@ -333,6 +333,7 @@ class SKETCH(GeneratorAnswer):
 
 # %% ../../nbs/05_sketch.ipynb #5a000028
 SKETCH_CACHE_VERSION = 1
+SKETCH_TEXT = {'percentile': 95.0, 'max_tokens': None, 'resplit': None}   # the text side's semantic chunks: 02a's chunk_semantic options
 _SK_FILES = ('small_chunks.jsonl', 'triples.jsonl', 'semantic_chunks.jsonl', 'semantic_vectors.npy', 'naive_chunks.jsonl',
              'naive_vectors.npy', 'report.json')
 
@@ -343,24 +344,29 @@ def _sk_read(d: Path) -> dict:
             'naive': read_chunks(d / 'naive_chunks.jsonl'), 'naive_vectors': np.load(d / 'naive_vectors.npy'),
             'report': json.loads((d / 'report.json').read_text(encoding='utf-8'))}
 
-def sketch_cache(store, papers=None, nlp=None, percentile: float = 95.0, rebuild: bool = False, show: bool = True) -> dict:
+def sketch_cache(store, papers=None, nlp=None, rebuild: bool = False, show: bool = True,
+                 text: dict | None = None) -> dict:   # the semantic side's chunking, over SKETCH_TEXT's defaults
     "What SKETCH derives from an index (chunks, triples, vectors, build report): read from INDEX/sketch/, or built now."
+    text = {**SKETCH_TEXT, **(text or {})}
+    if set(text) != set(SKETCH_TEXT): raise ValueError(f'text: unknown settings {sorted(set(text) - set(SKETCH_TEXT))}')
+    text['resplit'] = list(text['resplit']) if text['resplit'] else None    # as meta.json will hold it
     def build(d):
         ps = list(papers) if papers is not None else store.papers()
         enc, tok = store.encoder, store.encoder.tokenizer
         small = chunk_corpus(ps, 'recursive', tokenizer=tok, size=100, overlap=16, progress=show)
         triples, report = extract_triples(small, nlp, show=show)
-        semantic = chunk_corpus(ps, 'semantic', tokenizer=tok, embed=enc.encode, percentile=percentile, progress=show)
+        semantic = chunk_corpus(ps, 'semantic', tokenizer=tok, embed=enc.encode, progress=show, **text)
         naive = chunk_corpus(ps, 'fixed', tokenizer=tok, size=1000)
         write_chunks(d / 'small_chunks.jsonl', small)
         atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
         write_chunks(d / 'semantic_chunks.jsonl', semantic); atomic_write_npy(d / 'semantic_vectors.npy', enc.encode_chunks(semantic).astype(np.float32))
         write_chunks(d / 'naive_chunks.jsonl', naive); atomic_write_npy(d / 'naive_vectors.npy', enc.encode_chunks(naive).astype(np.float32))
         report = {**report, 'papers': len(ps), 'small_chunks': len(small), 'semantic_chunks': len(semantic),
-                  'naive_chunks': len(naive), 'percentile': percentile}
+                  'naive_chunks': len(naive), **text}
         atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
         return {k: v for k, v in report.items() if k != 'failed'}
-    return store.derive('sketch', SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild)    # 02g_store: one writer at a time
+    return store.derive('sketch', SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild,   # 02g_store: one writer at a time
+                        match={'text': text})                              # another chunking of the text side: built again
 
 def sketch_llm_triples(store, backend, papers=None, rebuild: bool = False, show: bool = True) -> tuple[list[Triple], dict]:
     "An LLM's triples of the index's small chunks: read from INDEX/sketch-llm/ if that LLM made them, or made now."

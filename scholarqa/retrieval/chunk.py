@@ -8,6 +8,7 @@ from typing import Callable
 from typing import Iterable
 from dataclasses import dataclass
 import functools
+import itertools
 import numpy as np
 import re
 from ..doc import progress as show_progress
@@ -180,8 +181,11 @@ def semantic_breakpoints(vecs: np.ndarray,  # (n_windows, d) window embeddings
     return [int(i) for i in np.flatnonzero(d > t)], d, t
 
 def chunk_semantic(paper: Paper, embed: Callable[[list[str]], np.ndarray], tokenizer=None, window: int = 1,
-                   percentile: float = 95.0, max_tokens: int | None = None, context_header: bool = False) -> list[Chunk]:
+                   percentile: float = 95.0, max_tokens: int | None = None, context_header: bool = False,
+                   resplit: tuple[int, int] | None = None,   # (size, overlap): each semantic chunk split again recursively
+                   ) -> list[Chunk]:
     "Sentence windows (±`window`) embedded; break where cosine distance between consecutive windows > the percentile."
+    if resplit and not 0 <= resplit[1] < resplit[0]: raise ValueError('resplit: need 0 <= overlap < size')
     tokenizer = tokenizer or default_tokenizer()
     sents = [(cp, s.start, s.end) for cp in _chunk_paras(paper, tokenizer)
              for s in (cp.para.sentences or [Sentence(0, len(cp.para.text))])]
@@ -196,6 +200,9 @@ def chunk_semantic(paper: Paper, embed: Callable[[list[str]], np.ndarray], token
         cur.append(s); curn += n
         if i in breaks: groups.append(cur); cur, curn = [], 0
     if cur: groups.append(cur)
+    if resplit:                         # sentence → word → token inside one semantic chunk and one section, as chunk_recursive
+        groups = [piece for g in groups for sec in itertools.groupby(g, key=lambda s: id(s[0].section))
+                  for piece in _chunk_recursive_split(list(sec[1]), 1, *resplit)]
     return [_chunk_from_pieces(paper, g, f'{paper.id}-Csemantic-{n}', tokenizer, context_header) for n, g in enumerate(groups)]
 
 # %% ../../nbs/02a_chunk.ipynb #38555c20
