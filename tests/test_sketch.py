@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from scholarqa.ingest import Corpus
 from scholarqa.doc import iter_paragraphs
+from scholarqa.methods.sketch import SKETCH_TEXT
+from scholarqa.retrieval.base import read_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 Q = 'Which first-stage retriever does CGAR rerank, and on which test set?'
@@ -43,7 +45,11 @@ def test_ask_sketch_json_then_kg_from_the_same_cache(demo_index):
     assert any('CGAR' in (s, o) for h in graph for s, _, o, _ in h['triples'])    # a fact about the entity the question names
     assert [h['retriever'] for h in out['hits']][:len(graph)] == ['kg'] * len(graph)   # merged: the graph's context first
     meta = json.loads((demo_index / 'I' / 'sketch' / 'meta.json').read_text())
-    assert meta['triples'] > meta['small_chunks'] > meta['semantic_chunks'] and meta['papers'] == len(corpus.papers)
+    assert meta['triples'] > meta['small_chunks'] and meta['papers'] == len(corpus.papers)
+    assert meta['text'] == SKETCH_TEXT                                    # built with the default text side, recorded
+    sem = read_chunks(demo_index / 'I' / 'sketch' / 'semantic_chunks.jsonl')
+    assert len(sem) == meta['semantic_chunks'] >= len(corpus.papers)
+    if SKETCH_TEXT['resplit']: assert max(c.n_tokens for c in sem) <= SKETCH_TEXT['resplit'][0]   # the seed's re-split
 
     hostile = 'What does "x\\" } UNION { ?s ?p ?o } #" say about CGAR?'          # quotes and SPARQL syntax: only a value
     qfile = demo_index / 'questions.jsonl'

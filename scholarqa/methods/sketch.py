@@ -6,7 +6,7 @@ the question's entities; the generator sees both contexts side by side."""
 
 # %% ../../nbs/05_sketch.ipynb #5a000004
 from __future__ import annotations
-import json
+import hashlib, json
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,8 +26,8 @@ from ..generate.backends import BackendError, GenParams, JSONOutputError, Messag
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple', 'spacy_triples',
            'extract_triples', 'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of',
-           'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_cache', 'sketch_llm_triples', 'sketch_parts',
-           'triple_backend', 'sketch_method', 'kg_method', 'semantic_method', 'naive_method']
+           'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_text', 'sketch_cache', 'sketch_llm_triples',
+           'sketch_parts', 'triple_backend', 'sketch_method', 'kg_method', 'semantic_method', 'naive_method']
 
 # %% ../../nbs/05_sketch.ipynb #5a000009
 @dataclass(frozen=True)
@@ -333,7 +333,7 @@ class SKETCH(GeneratorAnswer):
 
 # %% ../../nbs/05_sketch.ipynb #5a000028
 SKETCH_CACHE_VERSION = 1
-SKETCH_TEXT = {'percentile': 95.0, 'max_tokens': None, 'resplit': None}   # the text side's semantic chunks: 02a's chunk_semantic options
+SKETCH_TEXT = {'percentile': 99.0, 'max_tokens': None, 'resplit': [100, 16]}   # the text side's chunking (02a's chunk_semantic options), chosen on dev in 05b
 _SK_FILES = ('small_chunks.jsonl', 'triples.jsonl', 'semantic_chunks.jsonl', 'semantic_vectors.npy', 'naive_chunks.jsonl',
              'naive_vectors.npy', 'report.json')
 
@@ -344,12 +344,24 @@ def _sk_read(d: Path) -> dict:
             'naive': read_chunks(d / 'naive_chunks.jsonl'), 'naive_vectors': np.load(d / 'naive_vectors.npy'),
             'report': json.loads((d / 'report.json').read_text(encoding='utf-8'))}
 
+def sketch_text(text: dict | None = None) -> dict:
+    "A text side's chunking: `text` over SKETCH_TEXT's defaults, checked, as meta.json will hold it."
+    t = {**SKETCH_TEXT, **(text or {})}
+    if set(t) != set(SKETCH_TEXT): raise ValueError(f'text: unknown settings {sorted(set(t) - set(SKETCH_TEXT))}')
+    if not (isinstance(t['percentile'], (int, float)) and 0 < t['percentile'] < 100):
+        raise ValueError(f"text: percentile must be a number in (0, 100), not {t['percentile']!r}")
+    if t['max_tokens'] is not None and not (isinstance(t['max_tokens'], int) and t['max_tokens'] > 0):
+        raise ValueError(f"text: max_tokens must be a positive integer or None, not {t['max_tokens']!r}")
+    r = t['resplit']
+    if r and not (len(r) == 2 and all(isinstance(x, int) for x in r) and 0 <= r[1] < r[0]):
+        raise ValueError(f'text: resplit must be [size, overlap] with 0 <= overlap < size, or None, not {r!r}')
+    return {**t, 'percentile': float(t['percentile']), 'resplit': list(r) if r else None}
+
 def sketch_cache(store, papers=None, nlp=None, rebuild: bool = False, show: bool = True,
-                 text: dict | None = None) -> dict:   # the semantic side's chunking, over SKETCH_TEXT's defaults
-    "What SKETCH derives from an index (chunks, triples, vectors, build report): read from INDEX/sketch/, or built now."
-    text = {**SKETCH_TEXT, **(text or {})}
-    if set(text) != set(SKETCH_TEXT): raise ValueError(f'text: unknown settings {sorted(set(text) - set(SKETCH_TEXT))}')
-    text['resplit'] = list(text['resplit']) if text['resplit'] else None    # as meta.json will hold it
+                 text: dict | None = None) -> dict:   # the text side's chunking, over SKETCH_TEXT's defaults
+    "What SKETCH derives from an index (chunks, triples, vectors, build report): read from INDEX/sketch/ (another chunking: INDEX/sketch-<hash>/), or built now."
+    text = sketch_text(text)
+    folder = 'sketch' if text == sketch_text() else 'sketch-' + hashlib.blake2b(json.dumps(text, sort_keys=True).encode(), digest_size=4).hexdigest()
     def build(d):
         ps = list(papers) if papers is not None else store.papers()
         enc, tok = store.encoder, store.encoder.tokenizer
@@ -365,8 +377,8 @@ def sketch_cache(store, papers=None, nlp=None, rebuild: bool = False, show: bool
                   'naive_chunks': len(naive), **text}
         atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
         return {k: v for k, v in report.items() if k != 'failed'}
-    return store.derive('sketch', SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild,   # 02g_store: one writer at a time
-                        match={'text': text})                              # another chunking of the text side: built again
+    return store.derive(folder, SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild,   # 02g_store: one writer at a time
+                        match={'text': text})
 
 def sketch_llm_triples(store, backend, papers=None, rebuild: bool = False, show: bool = True) -> tuple[list[Triple], dict]:
     "An LLM's triples of the index's small chunks: read from INDEX/sketch-llm/ if that LLM made them, or made now."
@@ -382,12 +394,13 @@ def sketch_llm_triples(store, backend, papers=None, rebuild: bool = False, show:
                         match={'llm': backend.model_id})
 
 def sketch_parts(store, papers=None, nlp=None,
-                 backend=None) -> dict:      # an LLM backend: the graph from its triples (`sketch_llm_triples`), else spaCy's
-    "The retrievers of an index's SKETCH family, built once per store and extractor: {'kg', 'semantic', 'naive', 'report'}."
-    key = (store.meta.get('corpus_hash'), 'spacy' if backend is None else backend.model_id)
+                 backend=None,               # an LLM backend: the graph from its triples (`sketch_llm_triples`), else spaCy's
+                 text: dict | None = None) -> dict:   # the text side's chunking (`sketch_cache`)
+    "The retrievers of an index's SKETCH family, built once per store, extractor and chunking: {'kg', 'semantic', 'naive', 'report'}."
+    key = (store.meta.get('corpus_hash'), 'spacy' if backend is None else backend.model_id, json.dumps(sketch_text(text), sort_keys=True))
     have = getattr(store, '_sketch', None) or {}
     if key in have: return have[key]
-    c, nlp = sketch_cache(store, papers, nlp), nlp or load_spacy()
+    c, nlp = sketch_cache(store, papers, nlp, text=text), nlp or load_spacy()
     triples, report = (c['triples'], c['report']) if backend is None else sketch_llm_triples(store, backend, papers)
     parts = {'kg': KGRetriever(TripleGraph(triples), c['small'], store.encoder, nlp),
              'semantic': dense_over(c['semantic'], c['semantic_vectors'], store.encoder, 'semantic'),
@@ -402,25 +415,29 @@ def triple_backend(store, llm_backend: str = 'llama_cpp', llm_model=None, llm_ca
 def _sk_method(name: str, store, combine: str, mode: str, max_tokens: int, papers, options):
     extractor = options.pop('extractor', 'spacy')
     llm = {k: options.pop(k) for k in ('llm_backend', 'llm_model', 'llm_cache') if k in options}
+    text = {k: options.pop(o) for o, k in (('percentile', 'percentile'), ('max_chunk_tokens', 'max_tokens'), ('resplit', 'resplit'))
+            if o in options}
     check_options(name, options)
+    try: sketch_text(text)
+    except ValueError as e: raise MethodOptionError(f'--method {name}: {e}') from None
     if combine not in ('merge', 'fuse'): raise MethodOptionError(f"combine must be 'merge' or 'fuse', not {combine!r}")
     if extractor not in ('spacy', 'llm'): raise MethodOptionError(f"extractor must be 'spacy' or 'llm', not {extractor!r}")
     if llm and extractor != 'llm': raise MethodOptionError(f'{sorted(llm)} only go with extractor=llm')
-    p = sketch_parts(store, papers, backend=triple_backend(store, **llm) if extractor == 'llm' else None)
+    p = sketch_parts(store, papers, backend=triple_backend(store, **llm) if extractor == 'llm' else None, text=text)
     m = SKETCH(p['kg'], p['semantic'], combine) if name == 'sketch' else RetrieverMethod(p[name], name, store.encoder)   # 03a's
     m.mode, m.max_tokens = mode, max_tokens
     return m
 
 @register_method('sketch', "SKETCH (seed 002): a knowledge graph's facts and semantic chunks, side by side")
 def sketch_method(store, combine: str = 'merge', mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> SKETCH:
-    "SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF; `extractor`: 'spacy' or 'llm' with `llm_backend`, `llm_model`, `llm_cache`)."
+    "SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF; `extractor`: 'spacy' or 'llm' with `llm_backend`, `llm_model`, `llm_cache`; the text side's chunking: `percentile`, `max_chunk_tokens`, `resplit` over SKETCH_TEXT)."
     return _sk_method('sketch', store, combine, mode, max_tokens, papers, options)
 
 @register_method('kg', "SKETCH's KG-only baseline: the chunks behind the facts around the question's entities")
 def kg_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options):
     return _sk_method('kg', store, 'merge', mode, max_tokens, papers, options)
 
-@register_method('semantic', "SKETCH's Semantic-only baseline: semantic chunks (95th-percentile breakpoints) by MiniLM cosine")
+@register_method('semantic', "SKETCH's Semantic-only baseline: 100-token pieces of semantic chunks by MiniLM cosine")
 def semantic_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options):
     return _sk_method('semantic', store, 'merge', mode, max_tokens, papers, options)
 
