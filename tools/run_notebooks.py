@@ -1,4 +1,4 @@
-"""Run every experiment notebook through papermill with params/<notebook>.<kind>.yaml (kind: ci, full or search).
+"""Run every experiment notebook through papermill with params/<notebook>.<kind>.yaml (kind: ci, full, or a part run).
 
 An experiment notebook is one with a cell tagged `parameters` (the lessons have none: `nbdev-test` runs them). Executed
 copies go to outputs/runs/ (git-ignored); the notebooks write their tables, figures and run records to the `out_dir` their
@@ -20,13 +20,15 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
-ap.add_argument('--params', choices=['ci', 'full', 'search'], default='ci',
-                help='ci, full, or search (a dev-only search run before a full run; name its notebooks)')
+ap.add_argument('--params', default='ci',
+                help='ci, full, or a part run that few notebooks have, e.g. search (a dev-only search before a full run) or '
+                     'llm_triples (05b: one ablation at full size): name its notebooks')
 ap.add_argument('--check', action='store_true', help='run into a temporary folder and compare with the committed outputs')
 ap.add_argument('--jobs', type=int, default=1, help='notebooks run at once (with --check only)')
 ap.add_argument('notebooks', nargs='*', help='notebook stems to run (default: every experiment notebook)')
 args = ap.parse_args()
-if args.params == 'search' and not args.notebooks: ap.error('--params search: name the notebooks (few have a search run)')
+if args.params not in ('ci', 'full') and not args.notebooks: ap.error(f'--params {args.params}: name the notebooks (few have this run)')
+if not args.params.replace('_', '').isalnum(): ap.error(f'--params {args.params!r}: a kind is a word, e.g. ci, full, search')
 if args.jobs < 1 or (args.jobs > 1 and not args.check): ap.error('--jobs N > 1 needs --check: runs that write outputs measure, and measure alone')
 
 def has_parameters(nb: Path) -> bool:
