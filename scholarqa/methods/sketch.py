@@ -24,10 +24,11 @@ from ..generate.answer import GeneratorAnswer, MethodOptionError, RetrieverMetho
 from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend
 
 # %% auto #0
-__all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple', 'spacy_triples',
-           'extract_triples', 'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf', 'edges_of',
-           'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_text', 'sketch_cache', 'sketch_llm_triples',
-           'sketch_parts', 'triple_backend', 'sketch_method', 'kg_method', 'semantic_method', 'naive_method']
+__all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_TEXT_PER_K', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple',
+           'spacy_triples', 'extract_triples', 'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf',
+           'edges_of', 'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_text', 'sketch_cache',
+           'sketch_llm_triples', 'sketch_parts', 'triple_backend', 'sketch_method', 'kg_method', 'semantic_method',
+           'naive_method']
 
 # %% ../../nbs/05_sketch.ipynb #5a000009
 @dataclass(frozen=True)
@@ -315,15 +316,20 @@ def dense_over(chunks, vectors: np.ndarray, encoder, name: str) -> DenseRetrieve
 def _sk_paragraphs(c: Chunk) -> set:
     return {(c.paper_id, p) for p in range(c.paragraph_start, c.paragraph_end + 1)}
 
+SKETCH_TEXT_PER_K = 1   # the text side's pieces per unit of k
+
 class SKETCH(GeneratorAnswer):
     "Seed 002: the structured (graph) and unstructured (semantic chunk) retrievers, their contexts merged or fused."
     name = 'sketch'
-    def __init__(self, kg: KGRetriever, text: DenseRetriever, combine: str = 'merge'):   # 'merge' (the seed) | 'fuse' (RRF)
+    def __init__(self, kg: KGRetriever, text: DenseRetriever, combine: str = 'merge',   # 'merge' (the seed) | 'fuse' (RRF)
+                 text_per_k: int = SKETCH_TEXT_PER_K):   # the text side gives `text_per_k * k` pieces
         if combine not in ('merge', 'fuse'): raise ValueError(f"combine must be 'merge' or 'fuse', not {combine!r}")
-        self.kg, self.text, self.combine, self.encoder = kg, text, combine, text.encoder
-    def __repr__(self): return f'SKETCH({self.kg!r}, {self.text!r}, {self.combine})'
+        if isinstance(text_per_k, bool) or not isinstance(text_per_k, int) or text_per_k < 1:
+            raise ValueError(f'text_per_k must be a positive integer, not {text_per_k!r}')
+        self.kg, self.text, self.combine, self.text_per_k, self.encoder = kg, text, combine, text_per_k, text.encoder
+    def __repr__(self): return f'SKETCH({self.kg!r}, {self.text!r}, {self.combine}, text_per_k={self.text_per_k})'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]:
-        g, t = self.kg.retrieve(question, k), self.text.retrieve(question, k)
+        g, t = self.kg.retrieve(question, k), self.text.retrieve(question, k * self.text_per_k)
         if self.combine == 'fuse':
             fused, facts = reciprocal_rank_fusion([g, t])[:k], {h.chunk.id: h.triples for h in g}
             return [KGHit(h.chunk, h.score, 'sketch', facts[h.chunk.id]) if h.chunk.id in facts else Hit(h.chunk, h.score, 'sketch')
@@ -417,20 +423,23 @@ def _sk_method(name: str, store, combine: str, mode: str, max_tokens: int, paper
     llm = {k: options.pop(k) for k in ('llm_backend', 'llm_model', 'llm_cache') if k in options}
     text = {k: options.pop(o) for o, k in (('percentile', 'percentile'), ('max_chunk_tokens', 'max_tokens'), ('resplit', 'resplit'))
             if o in options}
+    text_per_k = options.pop('text_per_k', SKETCH_TEXT_PER_K) if name == 'sketch' else SKETCH_TEXT_PER_K
     check_options(name, options)
     try: sketch_text(text)
     except ValueError as e: raise MethodOptionError(f'--method {name}: {e}') from None
+    if isinstance(text_per_k, bool) or not isinstance(text_per_k, int) or text_per_k < 1:
+        raise MethodOptionError(f'--method {name}: text_per_k must be a positive integer, not {text_per_k!r}')
     if combine not in ('merge', 'fuse'): raise MethodOptionError(f"combine must be 'merge' or 'fuse', not {combine!r}")
     if extractor not in ('spacy', 'llm'): raise MethodOptionError(f"extractor must be 'spacy' or 'llm', not {extractor!r}")
     if llm and extractor != 'llm': raise MethodOptionError(f'{sorted(llm)} only go with extractor=llm')
     p = sketch_parts(store, papers, backend=triple_backend(store, **llm) if extractor == 'llm' else None, text=text)
-    m = SKETCH(p['kg'], p['semantic'], combine) if name == 'sketch' else RetrieverMethod(p[name], name, store.encoder)   # 03a's
+    m = SKETCH(p['kg'], p['semantic'], combine, text_per_k) if name == 'sketch' else RetrieverMethod(p[name], name, store.encoder)   # 03a's
     m.mode, m.max_tokens = mode, max_tokens
     return m
 
 @register_method('sketch', "SKETCH (seed 002): a knowledge graph's facts and semantic chunks, side by side")
 def sketch_method(store, combine: str = 'merge', mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> SKETCH:
-    "SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF; `extractor`: 'spacy' or 'llm' with `llm_backend`, `llm_model`, `llm_cache`; the text side's chunking: `percentile`, `max_chunk_tokens`, `resplit` over SKETCH_TEXT)."
+    "SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF; `text_per_k`: the text side's pieces per unit of k; `extractor`: 'spacy' or 'llm' with `llm_backend`, `llm_model`, `llm_cache`; the text side's chunking: `percentile`, `max_chunk_tokens`, `resplit` over SKETCH_TEXT)."
     return _sk_method('sketch', store, combine, mode, max_tokens, papers, options)
 
 @register_method('kg', "SKETCH's KG-only baseline: the chunks behind the facts around the question's entities")
