@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from scholarqa.ingest import Corpus
 from scholarqa.doc import iter_paragraphs
-from scholarqa.methods.sketch import SKETCH_TEXT
+from scholarqa.methods.sketch import SKETCH_TEXT, SKETCH_TEXT_PER_K
 from scholarqa.retrieval.base import read_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,8 @@ def demo_index(tmp_path_factory, demo_cli_copy):
 def test_ask_sketch_json_then_kg_from_the_same_cache(demo_index):
     r = _cli('ask', demo_index / 'I', Q, '--method', 'sketch', '--generator', 'extractive', '-k', '3', '--json')
     out = json.loads(r.stdout)
-    assert out['method'] == 'sketch' and 1 <= len(out['hits']) <= 6
+    assert out['method'] == 'sketch' and 1 <= len(out['hits']) <= 3 + 3 * SKETCH_TEXT_PER_K
+    assert len([h for h in out['hits'] if h['retriever'] != 'kg']) <= 3 * SKETCH_TEXT_PER_K   # the text side's pieces per unit of k
     corpus = Corpus.load(demo_index / 'C')
     paras = {(p.id, s.path, para.index): para.text for p in corpus for s, para in iter_paragraphs(p)}
     for h in out['hits']:
@@ -59,6 +60,10 @@ def test_ask_sketch_json_then_kg_from_the_same_cache(demo_index):
     assert [h['chunk_id'] for h in got['q']['hits']] == [h['chunk_id'] for h in graph]   # the KG-only baseline is the graph side
     assert got['hostile']['hits'] and all(h['triples'] for h in got['hostile']['hits'])
     assert json.loads((demo_index / 'I' / 'sketch' / 'meta.json').read_text())['built'] == meta['built']   # not rebuilt
+    one = json.loads(_cli('ask', demo_index / 'I', Q, '--method', 'sketch', '--generator', 'extractive', '-k', '3', '-o', 'text_per_k=1', '--json').stdout)
+    ids = [h['chunk_id'] for h in out['hits']]
+    assert [h['chunk_id'] for h in one['hits']] == ids[:len(one['hits'])] and len(one['hits']) <= 6   # fewer pieces, same order
+    assert (len(one['hits']) < len(ids)) == (SKETCH_TEXT_PER_K > 1)
 
 
 def test_ask_raptor_json_and_its_tree(demo_index):

@@ -316,7 +316,7 @@ def dense_over(chunks, vectors: np.ndarray, encoder, name: str) -> DenseRetrieve
 def _sk_paragraphs(c: Chunk) -> set:
     return {(c.paper_id, p) for p in range(c.paragraph_start, c.paragraph_end + 1)}
 
-SKETCH_TEXT_PER_K = 1   # the text side's pieces per unit of k
+SKETCH_TEXT_PER_K = 12   # the text side's pieces per unit of k, chosen on dev in 05b (its text_k run)
 
 class SKETCH(GeneratorAnswer):
     "Seed 002: the structured (graph) and unstructured (semantic chunk) retrievers, their contexts merged or fused."
