@@ -1150,6 +1150,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                       'scholarqa/methods/sketch.py'),
                                           'scholarqa.methods.sketch.sketch_parts': ( 'sketch.html#sketch_parts',
                                                                                      'scholarqa/methods/sketch.py'),
+                                          'scholarqa.methods.sketch.sketch_per_k': ( 'sketch.html#sketch_per_k',
+                                                                                     'scholarqa/methods/sketch.py'),
                                           'scholarqa.methods.sketch.sketch_text': ( 'sketch.html#sketch_text',
                                                                                     'scholarqa/methods/sketch.py'),
                                           'scholarqa.methods.sketch.spacy_triples': ( 'sketch.html#spacy_triples',

@@ -26,7 +26,7 @@ from ..generate.backends import BackendError, GenParams, JSONOutputError, Messag
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_TEXT_PER_K', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple',
            'spacy_triples', 'extract_triples', 'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf',
-           'edges_of', 'KGHit', 'KGRetriever', 'dense_over', 'SKETCH', 'sketch_text', 'sketch_cache',
+           'edges_of', 'KGHit', 'KGRetriever', 'dense_over', 'sketch_per_k', 'SKETCH', 'sketch_text', 'sketch_cache',
            'sketch_llm_triples', 'sketch_parts', 'triple_backend', 'sketch_method', 'kg_method', 'semantic_method',
            'naive_method']
 
@@ -318,15 +318,19 @@ def _sk_paragraphs(c: Chunk) -> set:
 
 SKETCH_TEXT_PER_K = 12   # the text side's pieces per unit of k, chosen on dev in 05b (its text_k run)
 
+def sketch_per_k(text_per_k) -> int:
+    "`text_per_k`, checked: a positive integer (the text side's pieces per unit of k)."
+    if isinstance(text_per_k, bool) or not isinstance(text_per_k, int) or text_per_k < 1:
+        raise ValueError(f'text_per_k must be a positive integer, not {text_per_k!r}')
+    return text_per_k
+
 class SKETCH(GeneratorAnswer):
     "Seed 002: the structured (graph) and unstructured (semantic chunk) retrievers, their contexts merged or fused."
     name = 'sketch'
     def __init__(self, kg: KGRetriever, text: DenseRetriever, combine: str = 'merge',   # 'merge' (the seed) | 'fuse' (RRF)
                  text_per_k: int = SKETCH_TEXT_PER_K):   # the text side gives `text_per_k * k` pieces
         if combine not in ('merge', 'fuse'): raise ValueError(f"combine must be 'merge' or 'fuse', not {combine!r}")
-        if isinstance(text_per_k, bool) or not isinstance(text_per_k, int) or text_per_k < 1:
-            raise ValueError(f'text_per_k must be a positive integer, not {text_per_k!r}')
-        self.kg, self.text, self.combine, self.text_per_k, self.encoder = kg, text, combine, text_per_k, text.encoder
+        self.kg, self.text, self.combine, self.text_per_k, self.encoder = kg, text, combine, sketch_per_k(text_per_k), text.encoder
     def __repr__(self): return f'SKETCH({self.kg!r}, {self.text!r}, {self.combine}, text_per_k={self.text_per_k})'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]:
         g, t = self.kg.retrieve(question, k), self.text.retrieve(question, k * self.text_per_k)
@@ -425,10 +429,8 @@ def _sk_method(name: str, store, combine: str, mode: str, max_tokens: int, paper
             if o in options}
     text_per_k = options.pop('text_per_k', SKETCH_TEXT_PER_K) if name == 'sketch' else SKETCH_TEXT_PER_K
     check_options(name, options)
-    try: sketch_text(text)
+    try: sketch_text(text), sketch_per_k(text_per_k)        # checked before anything is built
     except ValueError as e: raise MethodOptionError(f'--method {name}: {e}') from None
-    if isinstance(text_per_k, bool) or not isinstance(text_per_k, int) or text_per_k < 1:
-        raise MethodOptionError(f'--method {name}: text_per_k must be a positive integer, not {text_per_k!r}')
     if combine not in ('merge', 'fuse'): raise MethodOptionError(f"combine must be 'merge' or 'fuse', not {combine!r}")
     if extractor not in ('spacy', 'llm'): raise MethodOptionError(f"extractor must be 'spacy' or 'llm', not {extractor!r}")
     if llm and extractor != 'llm': raise MethodOptionError(f'{sorted(llm)} only go with extractor=llm')
