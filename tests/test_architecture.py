@@ -1,14 +1,15 @@
 """The package's floors, checked on its source: no import cycle, no module importing a floor above its own, no
 foundation importing a method, no method importing another (a method's parts, `methods.x_part`, count as the method),
 every module importable on its own, none over ~800 lines."""
-import ast, subprocess, sys
+import ast, json, re, subprocess, sys
 from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / 'scholarqa'
 
 # bottom to top; a module may import its own floor or any floor below (DESIGN.md, "Architecture")
-FLOORS = [('doc', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('evaluate',), ('methods',), ('cli',)]
+FLOORS = [('doc', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('evaluate',), ('methods',),
+          ('compare',), ('cli',)]
 FOUNDATION_TOP = 5          # floors 0-5 are the foundations (00-03 notebooks)
 
 def module_name(path: Path) -> str:
@@ -95,7 +96,7 @@ def test_no_import_cycle():
 
 def test_the_checker_sees_relative_and_lazy_imports():
     g = graph()
-    assert g['cli'].get('generate.answer') == 'lazy'            # imported inside the ask handler
+    assert g['cli'].get('generate.method') == 'lazy'            # imported inside the ask handler
     assert 'retrieval.base' in g['retrieval.store']               # nbdev writes `from .base import …`
 
 def test_no_module_over_800_lines():
@@ -106,3 +107,83 @@ def test_no_module_over_800_lines():
 def test_module_imports_on_its_own(name):
     r = subprocess.run([sys.executable, '-c', f'import scholarqa.{name}'], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+# ---- one method shape (03d_method): the command line reads the registry, and a hit's extra fields are its method's own
+
+def _string_constants(path: Path) -> list[str]:
+    return [n.value for n in ast.walk(ast.parse(path.read_text(encoding='utf-8'))) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+# registered names that are also ordinary words or a subcommand of their own ('kg build' is the knowledge-graph command)
+_GENERIC_NAMES = {'retrieve', 'kg', 'semantic', 'naive'}
+
+def test_cli_names_no_method():
+    "No string in cli.py names a registered method: options, folders and training belong to the methods (03d_method)."
+    from scholarqa.generate.method import METHODS, load_methods
+    load_methods()
+    names = sorted(set(METHODS) - _GENERIC_NAMES)
+    assert {'structrag', 'sketch', 'agentic', 'multichannel', 'lesegr', 'raptor', 'vanilla'} <= set(names)
+    found = {(n, s[:60]) for s in _string_constants(PKG / 'cli.py') for n in names if re.search(rf'(?<![\w-]){re.escape(n)}(?![\w-])', s)}
+    assert not found, f'cli.py names methods: {sorted(found)}'
+
+def _hit_subclass_fields() -> dict:
+    "{method module: fields its Hit subclasses add} found in the source."
+    out = {}
+    for name, path in modules().items():
+        if not name.startswith('methods.'): continue
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.ClassDef) and any(getattr(b, 'id', getattr(b, 'attr', None)) == 'Hit' for b in node.bases):
+                out.setdefault(name, set()).update(t.target.id for t in node.body if isinstance(t, ast.AnnAssign) and isinstance(t.target, ast.Name))
+    return out
+
+def test_no_module_knows_another_methods_hit_fields():
+    """A field a method's hit adds (SKETCH's triples, RAPTOR's layer) is named by that method only, never by the floors that handle
+    hits (retrieval, generate, evaluate, compare). The kg floor and `kg build` count RDF triples: a word, not SKETCH's field."""
+    fields = _hit_subclass_fields()
+    assert fields, 'no method defines its own hit: the check would pass vacuously'
+    own = {f: m for m, fs in fields.items() for f in fs}
+    bad = [(name, f, own[f]) for name, path in modules().items() if name.split('.')[0] in ('retrieval', 'generate', 'evaluate', 'compare')
+           for f in set(_string_constants(path)) & set(own)]
+    assert not bad, f'modules naming another method\'s hit fields: {bad}'
+
+@pytest.fixture(scope='module')
+def demo_folders(tmp_path_factory):
+    "The demo corpus as every method reads it: an index (with a tiny LeSeGR inside), a graph folder, a multi-channel model."
+    from scholarqa.datasets import demo_dir, load_dataset
+    from scholarqa.retrieval.store import build_index
+    from scholarqa.kg.academic import build_graph_folder
+    from scholarqa.generate.method import load_methods, train_method
+    load_methods()
+    from scholarqa.ingest import Corpus, ingest
+    d = tmp_path_factory.mktemp('shape')
+    ingest([demo_dir()], d / 'corpus', progress=False)
+    papers = list(Corpus.load(d / 'corpus'))
+    build_index(papers, d / 'index').record_corpus_dir(d / 'corpus')      # as `scholarqa index` does: LeSeGR reads its papers
+    build_graph_folder(d / 'graph', demo=True)
+    train_method('lesegr', d / 'index', pseudo=32, epochs=1)
+    train_method('multichannel', d / 'mc', dataset='demo', ge_epochs=2, epochs=1, max_seq_length=64, progress=False)
+    return {'index': d / 'index', 'graph': d / 'graph', 'mc': d / 'mc', 'papers': papers}
+
+QUESTIONS = {'graph': 'Who are the co-authors of Samuel Achebe?', 'mc': 'Dense retrieval of scientific passages',
+             'index': 'How are citation graphs used for retrieval?'}
+
+def test_every_registered_method_returns_the_one_result_type(demo_folders):
+    "Each method, opened on the folder it reads by name through the registry, answers with one `Answer` and labelled evidence."
+    from scholarqa.generate.method import METHODS, ask, default_method, open_method
+    from scholarqa.generate.answer import Answer, Evidence, RESULT_STATUSES, ExtractiveBackend, LexicalEncoder
+    folder_of = {n: 'graph' if default_method(demo_folders['graph']) == n else 'mc' if default_method(demo_folders['mc']) == n else 'index'
+                 for n in METHODS}
+    assert folder_of['agentic'] == 'graph' and folder_of['multichannel'] == 'mc'
+    backend = ExtractiveBackend(encoder=LexicalEncoder())
+    kinds = {}
+    for name in sorted(METHODS):
+        where = folder_of[name]
+        opts = {'papers': demo_folders['papers']} if where == 'index' and name not in ('retrieve', 'lesegr') else {}
+        if name == 'raptor': opts['summariser'] = 'extractive'
+        m = open_method(name, demo_folders[where], **opts)
+        a = ask(m, QUESTIONS[where], 3, backend)
+        assert type(a) is Answer and a.status in RESULT_STATUSES and a.method and a.question == QUESTIONS[where], name
+        assert a.evidence and all(isinstance(e, Evidence) and e.label for e in a.evidence), name
+        assert {'retrieve_s', 'answer_s'} <= set(a.timings), name
+        json.dumps(a.to_json())                                          # the result is plain JSON all the way down
+        kinds[name] = {e.kind for e in a.evidence}
+    assert kinds['agentic'] == {'fact'} and kinds['multichannel'] == {'paper'} and kinds['structrag'] == {'passage'}

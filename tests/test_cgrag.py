@@ -1,4 +1,6 @@
-"CG-RAG (07_cgrag) through the command line and on graphs with the awkward shapes: a chunk with no neighbours, one-chunk papers."
+"""CG-RAG (07_cgrag): the method `lesegr` — its training hook on an index and its answers — through `train_method`/
+`open_method` and through `scholarqa train` / `scholarqa ask`, the retriever it trains through `scholarqa search`, and graphs
+with the awkward shapes: a chunk with no neighbours, one-chunk papers."""
 import json, subprocess, sys
 from pathlib import Path
 
@@ -6,6 +8,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip('torch_geometric')
+from scholarqa.generate.backends import ScriptedBackend
+from scholarqa.generate.method import MethodOptionError, ask, open_method, train_method
 from scholarqa.methods.cgrag import (build_chunk_graph, candidate_subgraph, fusion_scores, new_lesegr, query_delta,
                                      with_self_loops)
 from scholarqa.retrieval.base import Chunk
@@ -18,23 +22,32 @@ def run(*args):
     return r.returncode, r.stdout, r.stderr
 
 
+def _generic_cli() -> bool:
+    "Whether the command line has the generic `scholarqa train NAME FOLDER` (10_cli)."
+    from scholarqa.cli import build_parser
+    return 'train' in build_parser()._subparsers._group_actions[0].choices
+
+needs_cli = pytest.mark.skipif(not _generic_cli(), reason='waits for the generic `scholarqa train` / `ask --method` of 10_cli')
+
+
 @pytest.fixture(scope='module')
 def index(tmp_path_factory, demo_cli_copy):
     return demo_cli_copy(tmp_path_factory.mktemp('cgrag'))[0]       # `scholarqa ingest` + `index` on the demo (tests/conftest.py)
 
 
-def test_train_then_search_json(index):
-    "No model: a refusal naming the command; `cgrag train --pseudo` writes INDEX/lesegr; `search --retriever lesegr --json` serves it."
-    code, _, err = run('search', index / 'index', 'citation graphs', '--retriever', 'lesegr')
-    assert code == 2 and 'cgrag train' in err and 'Traceback' not in err
-    code, out, err = run('cgrag', 'train', index / 'index', '--pseudo', 40, '--epochs', 1, '--json')
-    assert code == 0, err[-2000:]
-    rec = json.loads(out)
+def _check_record(rec: dict, index_dir: Path, out: Path) -> None:
     from scholarqa.retrieval.store import IndexStore
-    chunks = {c.id: c for c in IndexStore.load(index / 'index').chunks}
-    assert rec['graph']['chunks'] == len(chunks) and rec['trained_on'] > 0 and rec['out'] == str(index / 'index' / 'lesegr')
+    chunks = IndexStore.load(index_dir).chunks
+    assert rec['graph']['chunks'] == len(chunks) and rec['trained_on'] > 0 and rec['out'] == str(out)
     assert rec['graph']['adjacent'] > 0 and rec['graph']['papers_known'] is True     # the index remembers its corpus
-    code, out, err = run('search', index / 'index', 'how are citation graphs used in retrieval', '--retriever', 'lesegr', '-k', 5, '--json')
+    assert rec['epochs'] == 1 and rec['skipped_lines'] == [] and (out / 'lesegr.json').is_file()
+
+
+def _check_search(index_dir: Path) -> None:
+    "`search --retriever lesegr --json` serves INDEX/lesegr."
+    from scholarqa.retrieval.store import IndexStore
+    chunks = {c.id: c for c in IndexStore.load(index_dir).chunks}
+    code, out, err = run('search', index_dir, 'how are citation graphs used in retrieval', '--retriever', 'lesegr', '-k', 5, '--json')
     assert code == 0, err[-2000:]
     hits = json.loads(out)
     assert len(hits) == 5 and all(h['retriever'] == 'lesegr' and h['chunk_id'] in chunks for h in hits)
@@ -42,26 +55,72 @@ def test_train_then_search_json(index):
     assert all(h['paper_id'] == chunks[h['chunk_id']].paper_id for h in hits)
 
 
-def test_questions_file_with_a_bad_line_and_a_model_elsewhere(index, tmp_path):
-    "A bad line is named and skipped while the good ones train (exit 1); --out / --model put the folder anywhere."
+def _questions_file(index_dir: Path, path: Path) -> Path:
+    "Four lines: two usable, one not JSON (line 2), one whose gold is not in the index (line 4)."
     from scholarqa.retrieval.store import IndexStore
-    chunks = IndexStore.load(index / 'index').chunks
-    qs = tmp_path / 'q.jsonl'
-    qs.write_text('\n'.join([json.dumps({'question': 'What does the retriever fuse?', 'gold_papers': [chunks[0].paper_id]}),
-                             '{not json',
-                             json.dumps({'question': 'Which chunk?', 'gold_chunks': [chunks[3].id]}),
-                             json.dumps({'question': 'Unknown gold', 'gold_chunks': ['no-such-chunk']})]) + '\n', encoding='utf-8')
-    code, out, err = run('cgrag', 'train', index / 'index', '--questions', qs, '--out', tmp_path / 'm', '--epochs', 1, '--json')
-    assert code == 1, err[-2000:]
-    rec = json.loads(out)
-    assert rec['questions'] == 2 and len(rec['skipped_lines']) == 2
+    chunks = IndexStore.load(index_dir).chunks
+    path.write_text('\n'.join([json.dumps({'question': 'What does the retriever fuse?', 'gold_papers': [chunks[0].paper_id]}),
+                               '{not json',
+                               json.dumps({'question': 'Which chunk?', 'gold_chunks': [chunks[3].id]}),
+                               json.dumps({'question': 'Unknown gold', 'gold_chunks': ['no-such-chunk']})]) + '\n', encoding='utf-8')
+    return path
+
+
+def test_train_then_search_and_ask(index):
+    "No model: a refusal naming the command; the `train` hook with pseudo-queries writes INDEX/lesegr; search and ask serve it."
+    code, _, err = run('search', index / 'index', 'citation graphs', '--retriever', 'lesegr')
+    assert code == 2 and 'train lesegr' in err and 'Traceback' not in err
+    with pytest.raises(FileNotFoundError, match='holds no LeSeGR model'): open_method('lesegr', index / 'index')
+    rec = train_method('lesegr', index / 'index', pseudo=40, epochs=1)
+    _check_record(rec, index / 'index', index / 'index' / 'lesegr')
+    _check_search(index / 'index')
+    m = open_method('lesegr', index / 'index')
+    a = ask(m, 'how are citation graphs used in retrieval', 3, ScriptedBackend(always='Graphs link chunks.'))
+    assert a.method == 'lesegr' and len(a.evidence) == 3 and {e.kind for e in a.evidence} == {'passage'}
+    assert [e.label for e in a.evidence] == [e.label for e in ask(m, 'how are citation graphs used in retrieval', 3,
+                                                                  ScriptedBackend(always='x')).evidence]   # one ranking
+
+
+def test_questions_file_with_a_bad_line_and_a_model_elsewhere(index, tmp_path, capsys):
+    "A bad line is named and skipped while the good ones train; `out` / `model` put the folder anywhere; bad options are named."
+    qs = _questions_file(index / 'index', tmp_path / 'q.jsonl')
+    rec = train_method('lesegr', index / 'index', questions=qs, out=tmp_path / 'm', epochs=1)
+    err = capsys.readouterr().err
+    assert rec['questions'] == 2 and len(rec['skipped_lines']) == 2 and rec['out'] == str(tmp_path / 'm')
     assert 'line 2' in err and 'line 4' in err and 'is in the index' in err
     code, out, err = run('search', index / 'index', 'fusion of retrievers', '--retriever', 'lesegr', '--model', tmp_path / 'm', '--json')
     assert code == 0 and len(json.loads(out)) == 10, err[-2000:]
+    assert len(open_method('lesegr', index / 'index', model=tmp_path / 'm').retrieve('fusion of retrievers', 4)) == 4
     code, _, err = run('search', index / 'index', 'fusion', '--retriever', 'bm25', '--model', tmp_path / 'm')
     assert code == 2 and 'takes no option model' in err
-    code, _, err = run('cgrag', 'train', index / 'index', '--questions', tmp_path / 'missing.jsonl')
+    for bad, msg in (({'questions': tmp_path / 'missing.jsonl'}, 'cannot read'), ({'epochs': 0}, '--epochs must be at least 1'),
+                     ({'top_n': 'four'}, "--top-n must be a whole number, not 'four'"), ({'inter': 'all'}, '--inter must be'),
+                     ({'questions': qs, 'pseudo': 5}, 'exclude each other'), ({'lr': 0.1}, 'does not take --lr')):
+        with pytest.raises(MethodOptionError, match=msg): train_method('lesegr', index / 'index', **bad)
+    with pytest.raises(MethodOptionError, match='does not take --sparse-weight'): open_method('lesegr', index / 'index', sparse_weight=1.0)
+
+
+@needs_cli
+def test_cli_train_ask_and_refusals(demo_cli_copy, tmp_path):
+    "`scholarqa train lesegr INDEX` and `scholarqa ask INDEX … --method lesegr`, on a private copy of the demo index."
+    d, _ = demo_cli_copy(tmp_path / 'copy')
+    code, out, err = run('train', 'lesegr', d / 'index', '-o', 'pseudo=40', '-o', 'epochs=1', '--json')
+    assert code == 0, err[-2000:]
+    _check_record(json.loads(out), d / 'index', d / 'index' / 'lesegr')
+    _check_search(d / 'index')
+    code, out, err = run('ask', d / 'index', 'how are citation graphs used in retrieval', '--method', 'lesegr', '-k', 3, '--json')
+    assert code == 0, err[-2000:]
+    j = json.loads(out)
+    assert j['method'] == 'lesegr' and len(j['evidence']) == 3 and {e['kind'] for e in j['evidence']} == {'passage'}
+    qs = _questions_file(d / 'index', tmp_path / 'q.jsonl')
+    code, out, err = run('train', 'lesegr', d / 'index', '-o', f'questions={qs}', '-o', f'out={tmp_path / "m"}', '-o', 'epochs=1', '--json')
+    assert code in (0, 1), err[-2000:]                                  # trained; the skipped lines are named
+    rec = json.loads(out)
+    assert rec['questions'] == 2 and len(rec['skipped_lines']) == 2 and 'line 2' in err and 'line 4' in err
+    code, _, err = run('train', 'lesegr', d / 'index', '-o', f'questions={tmp_path / "missing.jsonl"}')
     assert code == 2 and 'cannot read' in err and 'Traceback' not in err
+    code, _, err = run('train', 'lesegr', d / 'index', '-o', 'epochs=0')
+    assert code == 2 and '--epochs must be at least 1' in err
 
 
 def _chunk(pid, i, para):

@@ -11,42 +11,80 @@ import numpy as np
 import re
 from dataclasses import replace
 import time
-from typing import Protocol, runtime_checkable
 from ..doc import LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label, split_sentences_rules
 from ..retrieval.base import Hit
 from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Message, make_backend
 
 # %% auto #0
-__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'METHODS', 'Answer', 'hit_label',
-           'truncate_tokens', 'build_context', 'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder',
-           'encode_texts', 'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences',
-           'resolve_citation', 'sentence_support', 'check_citations', 'Generator', 'answer_status', 'mmr_select',
-           'ExtractiveGenerator', 'extractive_model_id', 'prompt_passages', 'ExtractiveBackend', 'Method',
-           'MethodOptionError', 'register_method', 'make_method', 'check_options', 'method_backend', 'GeneratorAnswer',
-           'RetrieverMethod']
+__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'RESULT_STATUSES', 'Evidence',
+           'Answer', 'hit_label', 'hit_evidence', 'evidence_labels', 'truncate_tokens', 'build_context',
+           'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder', 'encode_texts', 'load_minilm',
+           'support_threshold', 'is_insufficient', 'answer_sentences', 'resolve_citation', 'sentence_support',
+           'check_citations', 'answer_status', 'Generator', 'mmr_select', 'ExtractiveGenerator', 'extractive_model_id',
+           'prompt_passages', 'ExtractiveBackend']
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
 CONTEXT_BUDGET = 1200       # MiniLM tokens for all passages together (n_ctx 2048 = passages + ~250 instructions/question + 256 answer + margin)
 
 @dataclass
+class Evidence:
+    "One piece of what a method read — a passage, a graph fact, a paper — under the label a citation points at."
+    label: str                                     # e.g. Paper-…-Section-…-Paragraph-…, Fact-3, a paper's id
+    text: str
+    kind: str = 'passage'                          # 'passage' | 'fact' | 'paper'
+    score: float | None = None                     # the method's own score, when it ranks
+    source: dict = field(default_factory=dict)     # where it comes from: paper id and section, or a fact's subject/relation/object
+
+@dataclass
 class Answer:
-    "A generated answer with its resolved citations and the support check of every sentence."
+    "The one result of every method: text, status, the evidence it read, set-valued answers, citations and their support check."
     text: str
     citations: list = field(default_factory=list)    # [{"label","paper_id","source_id","section": {"path","titles"},"paragraph"}] — retrieved passages only
     unsupported: list = field(default_factory=list)  # [{"sentence","score","best_label"}] below the support threshold
     invented: list = field(default_factory=list)     # cited labels that are not among the given passages
-    hits: list = field(default_factory=list)         # the hits the answer was generated from
+    hits: list = field(default_factory=list)         # the passages (Hits) the answer was generated from; [] for graph methods
     backend: str = ''
     model: str = ''
     support: list = field(default_factory=list)      # support score of each answer sentence, in order
     insufficient: bool = False                       # the answer is (or contains) the fixed abstention sentence
     completions: list = field(default_factory=list)  # the backend calls behind this answer (one, or two when summarising)
+    status: str = ''                                 # one of RESULT_STATUSES; '' → judged from the reply by `answer_status`
+    status_reason: str = ''
+    evidence: list = field(default_factory=list)     # [Evidence]: what the method read, best first (from `hits` when not given)
+    values: list = field(default_factory=list)       # the answer as a set (graph values, paper ids); [] for prose answers
+    plan: dict | None = None                         # what a planning method decided (query type, steps, checks)
+    timings: dict = field(default_factory=dict)      # seconds per stage ({'retrieve_s', 'answer_s', …})
+    question: str = ''
+    method: str = ''
+
+    def __post_init__(self):
+        if not self.evidence and self.hits: self.evidence = [hit_evidence(h) for h in self.hits]
+        if not self.status: self.status, self.status_reason = answer_status(self.text, self.citations, self.insufficient)
+
+    def to_json(self) -> dict:
+        "The answer as one JSON object (what `scholarqa ask --json` prints and the harness caches)."
+        return {'question': self.question, 'method': self.method, 'status': self.status, 'status_reason': self.status_reason,
+                'answer': self.text, 'values': list(self.values), 'citations': self.citations, 'invented': self.invented,
+                'unsupported': self.unsupported, 'insufficient': self.insufficient, 'support': self.support,
+                'evidence': [vars(e).copy() for e in self.evidence], 'plan': self.plan, 'timings': self.timings,
+                'backend': self.backend, 'model': self.model}
 
 def hit_label(hit) -> str:
     "The paragraph label of a hit's chunk (its own `label`, else built from paper, section path and first paragraph)."
     c = hit.chunk
     return c.label or paragraph_label(c.paper_id, c.section_path, c.paragraph_start)
+
+def hit_evidence(hit) -> Evidence:
+    "A retrieved passage as evidence: its paragraph label, text, score and place in its paper."
+    c = hit.chunk
+    return Evidence(hit_label(hit), c.text, 'passage', float(hit.score),
+                    {'paper_id': c.paper_id, 'section_path': c.section_path, 'paragraph_ids': list(c.paragraph_ids or [c.id]),
+                     'retriever': hit.retriever})
+
+def evidence_labels(evidence) -> list[str]:
+    "The labels of a list of evidence (Evidence or Hit), in order."
+    return [e.label if isinstance(e, Evidence) else hit_label(e) for e in evidence]
 
 def truncate_tokens(text: str, max_tokens: int, tokenizer=None) -> str:
     "The longest prefix of `text` with at most `max_tokens` tokens (a fast HF tokenizer; whitespace words if None), '…' when cut."
@@ -217,6 +255,24 @@ def check_citations(answer_text: str, hits, encoder=None, threshold: float | Non
     "(citations of retrieved passages, unsupported sentences with scores, invented labels) for an answer."
     return _ans_check(answer_text, hits, encoder, threshold)[:3]
 
+# %% ../../nbs/03a_answer.ipynb #48557a4f
+ANSWER_STATUSES = ('ok', 'insufficient', 'uncited', 'repetitive', 'echo', 'empty')   # what a backend's reply can be
+# the one vocabulary of a result (`Answer.status`): a reply's statuses, and what a method decides before any reply
+RESULT_STATUSES = ANSWER_STATUSES + ('unanswerable', 'not_found', 'ambiguous', 'no_plan', 'uncertain')
+_ANS_SCAFFOLD = re.compile(r'^\s*(?:Question\s*:|Passages?\s*:|Answer in one short paragraph|\[[^\]\n]{6,}\]\s*\(section\s*:)', re.I | re.M)
+
+def answer_status(text: str, citations=(), insufficient: bool = False, needs_citation: bool = True) -> tuple[str, str]:
+    "(status, reason): whether a backend's reply is an answer, and if not what it is (see `ANSWER_STATUSES`)."
+    words = _ANS_WORD.findall((text or '').lower())
+    if not words: return 'empty', 'the backend returned no text'
+    if _ANS_SCAFFOLD.search(text): return 'echo', 'the reply repeats the prompt (a passage header, the question or the instructions)'
+    grams = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    if len(grams) >= 12 and max(grams.count(g) for g in set(grams)) * 3 >= 0.5 * len(words):
+        return 'repetitive', 'one phrase repeated over half of the reply'
+    if insufficient: return 'insufficient', 'the backend says the passages do not answer the question'
+    if needs_citation and not citations: return 'uncited', 'the reply cites none of the retrieved passages'
+    return 'ok', ''
+
 # %% ../../nbs/03a_answer.ipynb #6c42c4b3
 class Generator:
     "Answer a question from retrieved hits with any backend; the answer's citations and support are checked."
@@ -250,25 +306,6 @@ class Generator:
         cits, uns, inv, rows = _ans_check(text, hits, self.encoder, self.threshold, support=self.task == 'open')
         return Answer(text, cits, uns, inv, hits, calls[-1].backend, calls[-1].model, [r['score'] for r in rows],
                       is_insufficient(text), calls)
-
-# %% ../../nbs/03a_answer.ipynb #48557a4f
-ANSWER_STATUSES = ('ok', 'insufficient', 'uncited', 'repetitive', 'echo', 'empty')
-_ANS_SCAFFOLD = re.compile(r'^\s*(?:Question\s*:|Passages?\s*:|Answer in one short paragraph|\[[^\]\n]{6,}\]\s*\(section\s*:)', re.I | re.M)
-
-def answer_status(text: str, citations=(), insufficient: bool = False, needs_citation: bool = True) -> tuple[str, str]:
-    "(status, reason): whether a backend's reply is an answer, and if not what it is (see `ANSWER_STATUSES`)."
-    words = _ANS_WORD.findall((text or '').lower())
-    if not words: return 'empty', 'the backend returned no text'
-    if _ANS_SCAFFOLD.search(text): return 'echo', 'the reply repeats the prompt (a passage header, the question or the instructions)'
-    grams = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
-    if len(grams) >= 12 and max(grams.count(g) for g in set(grams)) * 3 >= 0.5 * len(words):
-        return 'repetitive', 'one phrase repeated over half of the reply'
-    if insufficient: return 'insufficient', 'the backend says the passages do not answer the question'
-    if needs_citation and not citations: return 'uncited', 'the reply cites none of the retrieved passages'
-    return 'ok', ''
-
-Answer.status = property(lambda self: answer_status(self.text, self.citations, self.insufficient)[0])
-Answer.status_reason = property(lambda self: answer_status(self.text, self.citations, self.insufficient)[1])
 
 # %% ../../nbs/03a_answer.ipynb #d59fe984
 def mmr_select(query_vec: np.ndarray,      # (d,) L2-normalised
@@ -357,76 +394,3 @@ class ExtractiveBackend(Backend):
         return Completion(text, self.name, self.model_id, len(user.split()), len(text.split()), time.perf_counter() - t0)
 
 BACKENDS['extractive'] = ExtractiveBackend
-
-# %% ../../nbs/03a_answer.ipynb #b3781be4
-@runtime_checkable
-class Method(Protocol):
-    "A question-answering method: choose passages, then answer from them."
-    name: str
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]: ...
-    def answer(self, question: str, hits: list[Hit], backend) -> Answer: ...
-
-class MethodOptionError(ValueError):
-    "A method was asked for with an option it does not take, or a bad value."
-
-METHODS: dict = {}    # name -> factory(store, **options) -> Method
-
-def register_method(name: str, help: str = ''):
-    "Decorator: register `factory(store, **options) -> Method` under `name` (for `ask --method` and the evaluation harness)."
-    def deco(factory):
-        have = METHODS.get(name)
-        if have is not None and have.__qualname__ != factory.__qualname__:   # the same definition run again replaces
-            raise ValueError(f'method {name!r} is already registered by {have.__module__}.{have.__qualname__}')
-        factory.help = help or (factory.__doc__ or '').strip()
-        METHODS[name] = factory
-        return factory
-    return deco
-
-def make_method(name: str, store,
-                reranker=None,             # a cross-encoder `Reranker` (02j_rerank): the method gets a rerank stage
-                rerank_depth: int = 30,    # passages of the method's own ranking the reranker reads
-                **options) -> Method:
-    "Build the method registered as `name` over an index (with a rerank stage when given a reranker); a `MethodOptionError` names what was wrong."
-    import inspect
-    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
-    factory = METHODS[name]
-    if reranker is None: return factory(store, **options)
-    if 'reranker' in inspect.signature(factory).parameters:     # the method places the stage itself (StructRAG: inside its papers)
-        return factory(store, reranker=reranker, rerank_depth=rerank_depth, **options)
-    from scholarqa.retrieval.rerank import RerankedMethod
-    return RerankedMethod(factory(store, **options), reranker, rerank_depth)
-
-def check_options(method: str, options: dict, allowed=()) -> None:
-    "Refuse options a method does not take (the message names the option as a command-line flag)."
-    extra = sorted(set(options) - set(allowed))
-    if extra: raise MethodOptionError(f"--method {method} does not take {', '.join('--' + o.replace('_', '-') for o in extra)}")
-
-def method_backend(method: str,                  # who asks, for the message: e.g. 'raptor'
-                   llm_backend: str = 'llama_cpp',  # a key of 03's BACKENDS
-                   llm_model=None,               # a .gguf path for llama_cpp, a model name otherwise; None: the backend's default
-                   cache_dir=None) -> Backend:   # where its calls are recorded (and replayed from)
-    "The LLM a method's options name (`-o llm_backend=… -o llm_model=…`), recorded; a bad choice is a `MethodOptionError`."
-    kw = {'model_path': llm_model} if llm_backend == 'llama_cpp' else ({'model': llm_model} if llm_model else {})
-    try: return make_backend(llm_backend, cache_dir=Path(cache_dir) if cache_dir else None, **kw)
-    except (BackendError, TypeError) as e: raise MethodOptionError(f'--method {method}: {e}') from None
-
-# %% ../../nbs/03a_answer.ipynb #ff3ff0e3
-class GeneratorAnswer:
-    "The answer step most methods share: the generator above over the chosen hits (set `encoder`, `mode`, `max_tokens`)."
-    encoder, mode, max_tokens = None, 'direct', 256    # support-check encoder (None: lexical), generator mode, answer length
-    def answer(self, question: str, hits, backend) -> Answer:
-        return Generator(backend, k=len(hits), mode=self.mode, params=GenParams(max_tokens=self.max_tokens),
-                         encoder=self.encoder).answer(question, hits)
-
-class RetrieverMethod(GeneratorAnswer):
-    "A method from any retriever: its top-k passages, answered by `Generator`."
-    def __init__(self, retriever, name: str = 'retrieve', encoder=None,   # encoder: the support check's (None: lexical)
-                 mode: str = 'direct', max_tokens: int = 256):
-        self.retriever, self.name, self.encoder, self.mode, self.max_tokens = retriever, name, encoder, mode, max_tokens
-    def __repr__(self): return f'RetrieverMethod({self.retriever!r})'
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
-
-@register_method('retrieve', 'the --retriever top-k of the index, answered by the generator')
-def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
-    check_options('retrieve', options)
-    return RetrieverMethod(store.retriever(retriever), 'retrieve', store.query_encoder(), mode, max_tokens)   # PyTorch-free when the index has one

@@ -6,22 +6,23 @@ checks the answer's entities, relations and numbers against the graph facts it w
 
 # %% ../../nbs/08_agentic.ipynb #cb92e911
 from __future__ import annotations
-import re
+import copy, re, time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold, name_tokens
-from ..generate.answer import MethodOptionError, check_options, register_method
+from ..kg.academic import GRAPH_FILE, SOURCE_ID_KEY, AcademicGraph, fold, load_graph, name_tokens
+from ..generate.answer import Answer, Evidence
+from ..generate.method import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
 __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PLAN_PROMPT', 'PHRASE_PROMPT',
            'RETRY_NOTE', 'Mention', 'similar_titles', 'find_titles', 'names_compatible', 'link_author', 'find_authors',
            'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner',
            'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance', 'sufficiency', 'answer_claims',
-           'verify', 'join_values', 'phrase', 'AgentAnswer', 'closest_labels', 'llm_phrase', 'AgenticGraphRAG',
-           'verbalise_facts', 'FactRAG']
+           'verify', 'join_values', 'phrase', 'fact_evidence', 'plan_record', 'closest_labels', 'llm_phrase', 'is_llm',
+           'AgenticGraphRAG', 'verbalise_facts', 'FactRAG']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -483,26 +484,19 @@ def phrase(intent: Intent, slots: dict, values: list) -> str:
     if not values: return f'Nothing in the graph answers this: the plan ({intent.name}) found no values.'
     return intent.template.format(values=join_values(values), **{k.upper(): (f'"{v}"' if k == 'Paper' else str(v)) for k, v in slots.items()})
 
-@dataclass
-class AgentAnswer:
-    "One answer of the agent: what `scholarqa ask GRAPH --method agentic --json` prints."
-    question: str
-    answer: str
-    values: list                  # the answer items exactly as the graph spells them (a year, a count, names, titles)
-    query_type: str | None
-    intent: str | None
-    plan: list                    # the plan's steps as readable lines
-    start_nodes: list             # [{'type', 'id', 'label'}]
-    expansions: int
-    verification: dict            # EntAlign, RelAlign, AttrMatch, score, regenerations
-    evidence: list                # [[subject, relation, object], …]
-    status: str = 'ok'            # 'ok' | 'uncertain' | 'not_found' | 'ambiguous' | 'no_plan'
-    candidates: list = field(default_factory=list)
-    sufficiency: dict = field(default_factory=dict)   # Cov, Rel, S of the kept subgraph
-    type_probs: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict: return {k: getattr(self, k) for k in self.__dataclass_fields__}
 _NO_CHECK = {'EntAlign': None, 'RelAlign': None, 'AttrMatch': None, 'score': None, 'regenerations': 0}
+
+def fact_evidence(facts) -> list[Evidence]:
+    "Graph facts `[subject, relation, object]` as citable evidence (03a `Evidence`), in the order read: `Fact-0`, `Fact-1`, …"
+    return [Evidence(f'Fact-{n}', f'{s} | {r} | {o}', 'fact', source={'subject': s, 'relation': r, 'object': o})
+            for n, (s, r, o) in enumerate(facts)]
+
+def plan_record(query_type: str | None = None, intent: str | None = None, steps=(), start_nodes=(), expansions: int = 0,
+                verification: dict | None = None, candidates=(), sufficiency: dict | None = None, type_probs: dict | None = None) -> dict:
+    "What the agent decided, as an `Answer`'s `plan`: type and intent, the plan's lines, start nodes, expansions, checks, candidates."
+    return {'query_type': query_type, 'intent': intent, 'steps': list(steps), 'start_nodes': list(start_nodes),
+            'expansions': expansions, 'verification': dict(verification or _NO_CHECK), 'candidates': list(candidates),
+            'sufficiency': dict(sufficiency or {}), 'type_probs': dict(type_probs or {})}
 
 def closest_labels(graph: AcademicGraph, mention: Mention, k: int = 5) -> list[str]:
     "Labels nearest to a mention that matched nothing: offered to the reader, never used as the answer."
@@ -528,6 +522,12 @@ def llm_phrase(backend, question: str, values: list, evidence: list,
     if rejected: prompt += RETRY_NOTE.format(claims=', '.join(f'"{c}"' for c in rejected))
     return backend.chat(prompt, GenParams(max_tokens=max_tokens)).text.strip()
 
+def _secs(t0: float) -> float: return round(time.perf_counter() - t0, 4)
+
+def is_llm(backend) -> bool:
+    "Whether an answer step's backend is an LLM that can write the sentence (not None, not the extractive backend)."
+    return backend is not None and getattr(backend, 'name', None) != 'extractive'
+
 class AgenticGraphRAG:
     "Seed 004: a planning agent, a sufficiency-aware retrieval loop and a graph-grounded verifier over an Author/Paper/Venue graph."
     name = 'agentic'
@@ -546,6 +546,7 @@ class AgenticGraphRAG:
         self.alpha, self.tau, self.betas, self.gamma, self.max_expansions = alpha, tau, tuple(betas), gamma, max_expansions
         self.planning, self.use_sufficiency, self.use_verification = planning, use_sufficiency, use_verification
         self.writer, self.max_regenerations = writer, max_regenerations
+        self._last = None                         # (question, what `gather` found): `retrieve` then `answer` plan and walk once
 
     def __repr__(self): return f'AgenticGraphRAG(alpha={self.alpha}, tau={self.tau}, gamma={self.gamma}, {self.graph!r})'
 
@@ -556,13 +557,16 @@ class AgenticGraphRAG:
         for m in sorted(mentions, key=lambda m: m.score):
             for c in m.candidates[1:]: yield {**first, m.kind: c}
 
-    def run(self, question: str) -> AgentAnswer:
-        "Plan, retrieve with sufficiency control, answer, verify."
-        g, plan = self.graph, self.planner.plan(self.graph, question)
-        if not self.planning: return self._one_hop(plan)
-        if plan.status != 'ok': return self._refusal(plan)
-        intent = self.planner.intents[plan.intent]
-        best, tried = None, 0
+    def gather(self, question: str) -> dict:
+        """Plan, then retrieve with sufficiency control: the plan, the kept start nodes and subgraph with its Cov, Rel and S,
+        the expansions, and the seconds of each stage — or, for a plan that cannot go ahead (or no planner), its finished answer."""
+        t0 = time.perf_counter()
+        plan = self.planner.plan(self.graph, question)
+        found = {'question': question, 'plan': plan, 'timings': {'plan_s': _secs(t0)}}
+        if not self.planning: found['done'] = self._one_hop(plan)
+        elif plan.status != 'ok': found['done'] = self._refusal(plan)
+        if 'done' in found: return found
+        g, best, tried, t0 = self.graph, None, 0, time.perf_counter()
         for start in self._starts(plan.mentions):
             res = execute(g, plan.ops, start)
             cov = coverage(g, plan.mentions, start, res)
@@ -571,23 +575,44 @@ class AgenticGraphRAG:
             if best is None or (s is not None and s > best[3]): best = (start, res, cov, s, rel)
             tried += 1
             if s is None or s >= self.tau or tried > self.max_expansions: break
-        start, res, cov, s, rel = best
+        found.update(zip(('start', 'result', 'cov', 's', 'rel'), best), expansions=tried - 1)
+        found['timings']['traverse_s'] = _secs(t0)               # execution and sufficiency, every expansion included
+        return found
+
+    def respond(self, found: dict, writer=None) -> Answer:
+        "Answer what `gather` found: the template (or `writer`'s sentence, verified and regenerated), the facts as evidence."
+        plan, question = found['plan'], found['question']
+        if 'done' in found:
+            done = found['done']
+            return replace(done, timings={**found['timings'], **done.timings}, plan=copy.deepcopy(done.plan))
+        g, intent, start, res, t0 = self.graph, self.planner.intents[plan.intent], found['start'], found['result'], time.perf_counter()
         slots = {k: (v if k == 'Year' else g.label(k, v)) for k, v in start.items()}
         text, ver, status = phrase(intent, slots, res.values), dict(_NO_CHECK), 'ok'
         given = tuple(str(v) for v in slots.values())
-        if self.writer is not None and res.values: text, ver = self._write(question, text, res, given)
+        wrote = writer is not None and bool(res.values)
+        if wrote: text, ver = self._write(question, text, res, given, writer)
         elif self.use_verification: ver = {**verify(g, text, res, given, self.betas), 'regenerations': 0}
-        if self.use_verification and res.values and ver['score'] < self.gamma: status = 'uncertain'
-        return AgentAnswer(question, text, res.values, plan.query_type, plan.intent, plan.steps(),
-                           [{'type': k, 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], tried - 1, ver,
-                           res.evidence, status, [], {'Cov': round(cov, 4), 'Rel': None if rel is None else round(rel, 4),
-                                                      'S': None if s is None else round(s, 4)}, plan.type_probs)
+        reason = '' if res.values else f'the plan ({intent.name}) found no values in the graph'
+        if self.use_verification and res.values and ver['score'] < self.gamma:
+            status, reason = 'uncertain', f'the answer scored {ver["score"]} in verification, below gamma = {self.gamma}'
+        cov, s, rel = found['cov'], found['s'], found['rel']
+        record = plan_record(plan.query_type, plan.intent, plan.steps(),
+                             [{'type': k, 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], found['expansions'], ver, [],
+                             {'Cov': round(cov, 4), 'Rel': None if rel is None else round(rel, 4), 'S': None if s is None else round(s, 4)},
+                             plan.type_probs)
+        return Answer(text, backend=writer.name if wrote else 'template', model=getattr(writer, 'model_id', '') if wrote else '',
+                      status=status, status_reason=reason, evidence=fact_evidence(res.evidence), values=list(res.values), plan=record,
+                      timings={**found['timings'], 'verify_s': _secs(t0)}, question=question, method=self.name)
 
-    def _write(self, question: str, template: str, res: Result, given: tuple) -> tuple[str, dict]:
+    def run(self, question: str) -> Answer:
+        "Plan, retrieve with sufficiency control, answer, verify: one `Answer` (values, facts as evidence, the plan and its checks)."
+        return self.respond(self.gather(question), self.writer)
+
+    def _write(self, question: str, template: str, res: Result, given: tuple, writer) -> tuple[str, dict]:
         "The writer's answer and its verification: regenerated while below γ, the template answer after the last failure."
         rejected = []
         for n in range(self.max_regenerations + 1):
-            text = llm_phrase(self.writer, question, res.values, res.evidence, rejected)
+            text = llm_phrase(writer, question, res.values, res.evidence, rejected)
             if not self.use_verification: return text, {**_NO_CHECK, 'writer': 'llm'}
             ver = verify(self.graph, text, res, given, self.betas)
             if ver['score'] >= self.gamma: return text, {**ver, 'regenerations': n, 'writer': 'llm'}
@@ -595,7 +620,7 @@ class AgenticGraphRAG:
         return template, {**verify(self.graph, template, res, given, self.betas), 'regenerations': self.max_regenerations,
                           'writer': 'template (the LLM answer failed verification)', 'rejected_answer': text}
 
-    def _refusal(self, plan: Plan) -> AgentAnswer:
+    def _refusal(self, plan: Plan) -> Answer:
         "The answer to a plan that cannot go ahead: what is missing or ambiguous, with the candidates."
         g, cands = self.graph, []
         for m in plan.mentions:
@@ -603,42 +628,65 @@ class AgenticGraphRAG:
             if plan.status == 'not_found' and not m.candidates: cands += closest_labels(g, m)
         msg = {'not_found': 'Not found: ', 'ambiguous': 'Ambiguous: ', 'no_plan': 'Cannot answer: '}[plan.status] + plan.reason + '.'
         if cands: msg += (' Did you mean: ' if plan.status == 'not_found' else ' Candidates: ') + '; '.join(cands)
-        return AgentAnswer(plan.question, msg, [], plan.query_type, plan.intent, plan.steps(), [], 0, dict(_NO_CHECK), [],
-                           plan.status, cands, {}, plan.type_probs)
+        return Answer(msg, backend='template', status=plan.status, status_reason=plan.reason, question=plan.question, method=self.name,
+                      plan=plan_record(plan.query_type, plan.intent, plan.steps(), candidates=cands, type_probs=plan.type_probs))
 
-    def _one_hop(self, plan: Plan) -> AgentAnswer:
+    def _one_hop(self, plan: Plan) -> Answer:
         "Without the planner: every fact one hop around the first linked node is the answer."
         g = self.graph
         m = next((m for m in plan.mentions if m.kind != 'Year' and m.candidates), None)
-        if m is None: return AgentAnswer(plan.question, 'Not found.', [], None, None, [], [], 0, dict(_NO_CHECK), [], 'not_found')
+        if m is None: return Answer('Not found.', backend='template', status='not_found', status_reason='the question names no node of the graph',
+                                    question=plan.question, method=self.name, plan=plan_record())
         t, i = m.kind, m.candidates[0]
-        values, evidence = [], []
+        values, facts = [], []
         for rel, to in (('writes', 'Paper'), ('writes', 'Author'), ('published_in', 'Venue'), ('published_in', 'Paper')):
             for j, _ in g.neighbours(t, i, rel, to):
-                values.append(g.label(to, j)); evidence.append([g.label(t, i), rel, g.label(to, j)])
+                values.append(g.label(to, j)); facts.append([g.label(t, i), rel, g.label(to, j)])
         for k in ('year', 'cited_by_count'):
-            if g.nodes[t][i].get(k) is not None: values.append(str(g.nodes[t][i][k])); evidence.append([g.label(t, i), k, str(g.nodes[t][i][k])])
+            if g.nodes[t][i].get(k) is not None: values.append(str(g.nodes[t][i][k])); facts.append([g.label(t, i), k, str(g.nodes[t][i][k])])
         values = list(dict.fromkeys(values))
-        return AgentAnswer(plan.question, join_values(values), values, None, None, [f'lookup {t} -> {i}', 'every fact one hop around it'],
-                           [{'type': t, 'id': i, 'label': g.label(t, i)}], 0, dict(_NO_CHECK), evidence)
+        return Answer(join_values(values), backend='template', status='ok', status_reason='every fact one hop around the first linked node',
+                      evidence=fact_evidence(facts), values=values, question=plan.question, method=self.name,
+                      plan=plan_record(steps=[f'lookup {t} -> {i}', 'every fact one hop around it'],
+                                       start_nodes=[{'type': t, 'id': i, 'label': g.label(t, i)}]))
 
-    def retrieve(self, question: str, k: int = 5) -> list:
-        "The Method protocol (03a): the evidence facts of `run`, as hits."
-        from scholarqa.retrieval.base import Chunk, Hit
-        return [Hit(Chunk(f'fact-{n}', ' '.join(map(str, e)), '', '', [], 0, 0), 1.0, 'agentic') for n, e in enumerate(self.run(question).evidence[:k])]
+    def _found(self, question: str) -> dict:
+        "What `gather` found for `question`, kept for the last question asked (so `retrieve` then `answer` does the work once)."
+        if self._last is None or self._last[0] != question: self._last = (question, self.gather(question))
+        return self._last[1]
 
-    def answer(self, question: str, hits, backend=None) -> AgentAnswer:
-        "The Method protocol (03a): the agent answers by itself (the hits and the backend are not used)."
-        return self.run(question)
+    def retrieve(self, question: str, k: int = 5) -> list[Evidence]:
+        "The Method protocol (03d): the first k facts the agent read for `question`, as `Evidence` labelled `Fact-n`."
+        found = self._found(question)
+        return (found['done'].evidence if 'done' in found else fact_evidence(found['result'].evidence))[:k]
 
-@register_method('agentic', 'agentic heterogeneous-graph RAG (seed 004) over a graph folder from `scholarqa graph build`')
+    def answer(self, question: str, evidence, backend=None) -> Answer:
+        """The Method protocol (03d): the agent's `Answer` for `question`. The values come from the executed plan, not from
+        `evidence`; an LLM `backend` (not extractive) writes the sentence in place of the `writer`, verified as above."""
+        return self.respond(self._found(question), backend if is_llm(backend) else self.writer)
+
+@register_method('agentic', 'agentic heterogeneous-graph RAG (seed 004) over a graph folder from `scholarqa graph build`',
+                 opens=load_graph, marker=GRAPH_FILE)
 def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 0.75, encoder=None,
-                    writer=None,                  # an LLM backend that phrases the answers (verified, regenerated ≤ 2 times)
-                    llm_planner=None,             # an LLM backend that chooses the intent (LLMPlanner)
+                    writer=None,                  # an LLM backend, or its name, that phrases the answers (the answer step's LLM backend takes its place)
+                    llm_planner=None,             # an LLM backend, or its name (`-o llm_planner=llama_cpp`), that chooses the intent (LLMPlanner)
+                    llm_model=None,               # the model of a backend given by name (a .gguf path for llama_cpp); None: its default
                     **options) -> AgenticGraphRAG:
     check_options('agentic', {k: v for k, v in options.items() if k not in ('mode', 'max_tokens')})
     if not isinstance(graph, AcademicGraph):
         raise MethodOptionError('--method agentic reads a graph folder written by `scholarqa graph build`, not an index')
+    def backend_of(role, b, built):
+        "A backend given by name is built (once per name: both roles share it); a backend object is kept."
+        if b is None or b is False: return None
+        if isinstance(b, str):
+            if b not in built: built[b] = method_backend('agentic', b, llm_model)
+            return built[b]
+        if not hasattr(b, 'chat'): raise MethodOptionError(f'--method agentic: {role} is an LLM backend or its name (e.g. llama_cpp), not {b!r}')
+        return b
+    if llm_model is not None and not any(isinstance(b, str) for b in (writer, llm_planner)):
+        raise MethodOptionError('--method agentic: llm_model is the model of a backend given by name (-o llm_planner=NAME or -o writer=NAME)')
+    built = {}
+    writer, llm_planner = backend_of('writer', writer, built), backend_of('llm_planner', llm_planner, built)
     planner = LLMPlanner(llm_planner, encoder) if llm_planner is not None else None
     return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma, planner=planner, writer=writer)
 
@@ -673,8 +721,10 @@ class FactRAG:
         dense = np.asarray(self.encoder.encode([h.chunk.text for h in hits])) @ encode_query(self.encoder, question)   # (n,)
         return [int(hits[j].chunk.id) for j in np.argsort(-(minmax([h.score for h in hits]) + minmax(dense)), kind='stable')[:self.k]]
 
-    def run(self, question: str) -> AgentAnswer:
+    def run(self, question: str) -> Answer:
+        "The top-k fact sentences as the text, every value they name beyond the question's own words as the values."
         idx, q = self.top(question), fold(question)
         values = list(dict.fromkeys(v for i in idx for v in self.facts[i][1] if fold(v) not in q))
-        return AgentAnswer(question, ' '.join(self.facts[i][0] for i in idx), values, None, None, [f'top {self.k} facts'], [], 0,
-                           dict(_NO_CHECK), [[self.facts[i][0], 'retrieved', ''] for i in idx])
+        return Answer(' '.join(self.facts[i][0] for i in idx), backend='template', status='ok', values=values,
+                      evidence=[Evidence(f'Fact-{n}', self.facts[i][0], 'fact', source={'sentence': i}) for n, i in enumerate(idx)],
+                      plan=plan_record(steps=[f'top {self.k} facts']), question=question, method=self.name)

@@ -191,11 +191,12 @@ def evaluate_agent(agent, questions: list[dict], progress: bool = False) -> list
     rows = []
     for q in show_progress(questions, 'agentic questions', enabled=progress, unit='questions'):
         t0 = time.perf_counter()
-        a = agent.run(q['question'])
+        a = agent.run(q['question'])                      # an `Answer`: what the agents decided is under `a.plan`
         dt = time.perf_counter() - t0
+        plan = a.plan or {}
         if q.get('expect_status'): s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status == q['expect_status']))
         else: s = score_answer(a.values, q['gold'])
         rows.append({'id': q['id'], 'source': q.get('source'), 'type': q.get('type') or q.get('expect_status'), 'intent': q.get('intent'),
-                     'predicted_type': a.query_type, 'predicted_intent': a.intent, 'status': a.status, 'expansions': a.expansions,
-                     'verification': a.verification.get('score'), **s, 'seconds': dt})
+                     'predicted_type': plan.get('query_type'), 'predicted_intent': plan.get('intent'), 'status': a.status,
+                     'expansions': plan.get('expansions', 0), 'verification': (plan.get('verification') or {}).get('score'), **s, 'seconds': dt})
     return rows

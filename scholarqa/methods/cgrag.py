@@ -5,7 +5,7 @@ is gated by the query's sparse relevance and by the dense relevance between neig
 
 # %% ../../nbs/07_cgrag.ipynb #d3763edc
 from __future__ import annotations
-import json, math, random, re, time
+import json, math, os, random, re, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
 from ..retrieval.base import Chunk, Hit, Retriever, chunk_index_text, register_retriever
+from ..generate.method import MethodOptionError, RetrieverMethod, check_options, register_method
 
 # %% auto #0
 __all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE', 'VECTORS_FILE', 'LESEGR_RECORD', 'LESEGR_DIR',
@@ -20,7 +21,7 @@ __all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE'
            'chunk_graph_to_rdf', 'query_delta', 'with_self_loops', 'new_lesegr', 'model_from_config', 'fusion_scores',
            'candidate_subgraph', 'first_stage', 'question_subgraph', 'save_graph', 'load_graph', 'subgraph_loss',
            'train_lesegr', 'load_lesegr', 'index_chunk_graph', 'read_training_questions', 'pseudo_questions',
-           'train_on_index', 'LeSeGRRetriever']
+           'train_on_index', 'LeSeGRRetriever', 'train_lesegr_method']
 
 # %% ../../nbs/07_cgrag.ipynb #5e71d011
 _XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'          # a whole word: a space (or ~) before the number
@@ -474,7 +475,7 @@ class LeSeGRRetriever(Retriever):
         differ = len(set(by_id) ^ set(self.graph.ids))
         if differ:
             raise ValueError(f'{model_dir} was trained over other chunks than this index holds ({differ} chunk ids are in only one '
-                             f'of them): train it again with `scholarqa cgrag train INDEX --out {model_dir}`')
+                             f'of them): train it again with `scholarqa train lesegr INDEX -o out={model_dir}`')
         self.chunks = [by_id[i] for i in self.graph.ids]      # graph rows, whatever order the index keeps
         self.bm25, self.qenc = bm25, query_encoder
         self.n_candidates, self.floor = self.record['n_candidates'], self.record['delta_floor']
@@ -497,13 +498,49 @@ class LeSeGRRetriever(Retriever):
         sc = sc.numpy()
         return [Hit(self.chunks[nodes[i]], float(sc[i]), self.name) for i in np.argsort(-sc, kind='stable')[:k]]
 
-LESEGR_DIR = 'lesegr'       # where `scholarqa cgrag train` puts the model inside an index unless told otherwise
+LESEGR_DIR = 'lesegr'       # where `scholarqa train lesegr` puts the model inside an index unless told otherwise
 
 @register_retriever('lesegr', 'chunks ranked by LeSeGR on a candidate subgraph of the chunk citation graph (seed 003); '
-                    'needs INDEX/lesegr (or --model) from `scholarqa cgrag train`')
+                    'needs INDEX/lesegr (or --model) from `scholarqa train lesegr`')
 def _store_lesegr(store, model=None) -> LeSeGRRetriever:
     path = Path(model) if model is not None else Path(store.path) / LESEGR_DIR
     if not (path / LESEGR_RECORD).is_file():
-        raise FileNotFoundError(f'{path} holds no LeSeGR model: train one with `scholarqa cgrag train {store.path} --pseudo 500'
-                                f'{"" if model is None else f" --out {path}"}`')
+        raise FileNotFoundError(f'{path} holds no LeSeGR model: train one with `scholarqa train lesegr {store.path} -o pseudo=500'
+                                f'{"" if model is None else f" -o out={path}"}`')
     return LeSeGRRetriever(path, store.chunks, store.bm25(), store.query_encoder())
+
+# %% ../../nbs/07_cgrag.ipynb #954a29f6
+def train_lesegr_method(index,                          # the index folder (or an opened IndexStore)
+                        questions=None,                 # a JSONL file of training questions (`read_training_questions`)
+                        pseudo: int | None = None,      # else this many inverse-cloze pseudo-queries from the index's corpus (default 500)
+                        out=None,                       # the model folder (default INDEX/lesegr, where the method and `search --retriever lesegr` look)
+                        inter: str = 'both',            # inter-paper edges: 'citation', 'proxy', 'both' or 'none'
+                        top_n: int = 4,                 # chunks of a linked paper each chunk takes in (the seed's n)
+                        epochs: int = 3, layers: int = 2, seed: int = 0, **options) -> dict:
+    "The `train` hook of `lesegr`: build the index's chunk graph, train LeSeGR, write the model folder; returns the record."
+    check_options('lesegr', options)
+    for flag, v in (('epochs', epochs), ('layers', layers), ('top-n', top_n), ('pseudo', pseudo), ('seed', seed)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)): raise MethodOptionError(f'--{flag} must be a whole number, not {v!r}')
+        if v is not None and flag != 'seed' and v < 1: raise MethodOptionError(f'--{flag} must be at least 1')
+    if inter not in ('citation', 'proxy', 'both', 'none'): raise MethodOptionError(f"--inter must be 'citation', 'proxy', 'both' or 'none', not {inter!r}")
+    if questions is not None and pseudo is not None: raise MethodOptionError('--questions and --pseudo exclude each other: train on a questions file or on pseudo-queries')
+    from scholarqa.retrieval.store import IndexStore
+    store = IndexStore.load(index) if isinstance(index, (str, os.PathLike)) else index
+    bad = []
+    if questions is not None:
+        try: qs, bad = read_training_questions(str(questions), store.chunks)
+        except (OSError, UnicodeDecodeError) as e: raise MethodOptionError(f'cannot read {questions}: {e}') from None
+    else: qs = pseudo_questions(store, pseudo or 500, seed=seed)    # a ValueError when the index does not know its corpus
+    for b in bad: print(f'lesegr train: skipped {b}', file=sys.stderr)
+    if not qs: raise MethodOptionError('no usable training question')
+    out = Path(out) if out else Path(store.path) / LESEGR_DIR
+    rec = train_on_index(store, out, qs, top_n=top_n, inter=inter, epochs=epochs, layers=layers, seed=seed)
+    return {**rec, 'out': str(out), 'folder': str(out), 'skipped_lines': bad}   # folder: where `scholarqa train` says it trained
+
+@register_method('lesegr', "CG-RAG (seed 003): LeSeGR's passages from the index's chunk citation graph, answered by the generator",
+                 train=train_lesegr_method)
+def _lesegr_method(store, model=None,                   # the LeSeGR model folder (default INDEX/lesegr)
+                   mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
+    check_options('lesegr', options)
+    retriever = store.retriever('lesegr', **({} if model is None else {'model': model}))
+    return RetrieverMethod(retriever, 'lesegr', store.query_encoder(), mode, max_tokens)   # 03d's answer step

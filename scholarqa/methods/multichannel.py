@@ -21,6 +21,8 @@ from ..retrieval.bm25 import BM25Index
 from ..retrieval.fusion import reciprocal_rank_fusion, score_fusion
 from ..retrieval.dense import model_identity, quiet_model_loading, trainer_progress
 from ..evaluate import evaluate_run
+from ..generate.answer import Answer, Evidence
+from ..generate.method import MethodOptionError, check_options, register_method
 
 # %% auto #0
 __all__ = ['SPLITS', 'MEMO_MAX', 'MODEL_MARKER', 'MODEL_VERSION', 'SINGLE_CHANNELS', 'FUSED_CHANNELS', 'CHANNELS', 'AQAQuery',
@@ -29,7 +31,8 @@ __all__ = ['SPLITS', 'MEMO_MAX', 'MODEL_MARKER', 'MODEL_VERSION', 'SINGLE_CHANNE
            'BM25Channel', 'DenseChannel', 'bm25_hard_negatives', 'training_pairs', 'fine_tune_dense',
            'undirected_edge_index', 'graph_channel_net', 'GraphChannelData', 'train_graph_channel',
            'graph_channel_rank', 'fuse_ids', 'MultiChannelConfig', 'task_to_json', 'task_from_json', 'task_hash',
-           'NotAModelFolder', 'train_multichannel', 'MultiChannelModel', 'MultiChannelRetriever', 'PaperChunkRetriever']
+           'NotAModelFolder', 'train_multichannel', 'MultiChannelModel', 'MultiChannelRetriever', 'PaperChunkRetriever',
+           'open_multichannel', 'paper_evidence', 'MultiChannelMethod', 'train_multichannel_method']
 
 # %% ../../nbs/06_multichannel.ipynb #662a54bc
 @dataclass
@@ -504,7 +507,7 @@ class NotAModelFolder(ValueError):
 
 def _refuse_foreign(out: Path) -> None:
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MODEL_MARKER).exists())):
-        raise NotAModelFolder(f'{out} exists and is not a multichannel model folder: refusing to overwrite it (choose another --out)')
+        raise NotAModelFolder(f'{out} exists and is not a multichannel model folder: refusing to overwrite it (choose another model folder)')
 
 # %% ../../nbs/06_multichannel.ipynb #01429a8c
 _BASE_VECTORS: dict = {}     # (base model, window, candidates' hash) -> candidate vectors of the base encoder, for this process
@@ -674,13 +677,93 @@ class PaperChunkRetriever(Retriever):
         return [Hit(self.first[r['paper_id']], r['score'], self.name) for r in rows if r['paper_id'] in self.first][:k]
 
 @register_retriever('multichannel', 'papers ranked by RRF of a fine-tuned encoder and a citation GCN (seed 001), each as its first chunk; '
-                    'needs INDEX/multichannel from `scholarqa multichannel train`')
+                    'needs INDEX/multichannel from `scholarqa train multichannel`')
 def _store_multichannel(store, model=None) -> PaperChunkRetriever:
     path = Path(model) if model is not None else Path(store.path) / 'multichannel'
     if not (path / MODEL_MARKER).exists():
-        raise FileNotFoundError(f'{store.path if model is None else path} has no multichannel model: train one with `scholarqa multichannel train '
-                                f'--dataset CORPUS_DIR --out {path} --no-holdout` (CORPUS_DIR: the corpus this index was built from)')
+        raise FileNotFoundError(f'{store.path if model is None else path} has no multichannel model: train one with `scholarqa train multichannel {path} '
+                                f'-o dataset=CORPUS_DIR -o no_holdout=true` (CORPUS_DIR: the corpus this index was built from)')
     model = MultiChannelModel.load(path)
     if not set(model.ids) & {c.paper_id for c in store.chunks}:
         raise NotAModelFolder(f'{path}: the model ranks other papers than the index {store.path} holds')
     return PaperChunkRetriever(model, store.chunks)
+
+# %% ../../nbs/06_multichannel.ipynb #2bba1439
+def open_multichannel(folder) -> MultiChannelModel:
+    "The folder opener of the method `multichannel`: a model folder, or an index folder with one in its `multichannel/`."
+    folder = Path(folder)
+    if not (folder / MODEL_MARKER).exists() and (folder / 'multichannel' / MODEL_MARKER).exists(): folder = folder / 'multichannel'
+    try: return MultiChannelModel.load(folder)
+    except (KeyError, json.JSONDecodeError) as e: raise NotAModelFolder(f'{folder}: a damaged multichannel model folder ({type(e).__name__}: {e})') from None
+
+def paper_evidence(model: MultiChannelModel, row: dict, max_chars: int = 300) -> Evidence:
+    "A ranked paper (a row of `MultiChannelModel.query`) as evidence: its id, its title and the start of its abstract."
+    p = model.task.papers[row['paper_id']]
+    body = p['body'] if len(p['body']) <= max_chars else p['body'][:max_chars].rsplit(' ', 1)[0] + ' …'
+    return Evidence(row['paper_id'], ' — '.join(x for x in (p['title'], body) if x), 'paper', row['score'],
+                    {'paper_id': row['paper_id'], 'title': p['title'], 'dataset': model.task.name, 'retriever': 'rrf(ne+ge)',
+                     'ranks': row['ranks']})
+
+class MultiChannelMethod:
+    "The multi-channel retriever as a method (03d): its evidence is the ranked candidate papers, its answer their list."
+    name = 'multichannel'
+    def __init__(self, model: MultiChannelModel): self.model = model
+    def __repr__(self): return f'MultiChannelMethod({self.model!r})'
+    def retrieve(self, question: str, k: int = 5) -> list[Evidence]:
+        "The top k papers of RRF(NE + GE) for `question` (a title, or a title and its body in one string), best first."
+        return [paper_evidence(self.model, r) for r in self.model.query(question, k=k)]
+    def answer(self, question: str, evidence, backend=None) -> Answer:
+        """The papers as a numbered list of titles and ids, the ids in rank order in `values`. `backend` is not used: the
+        method ranks papers and writes no prose, so every backend gets the same answer."""
+        evidence = list(evidence)
+        if not evidence:
+            return Answer('No candidate paper to list.', status='not_found', status_reason='no paper was ranked for the question',
+                          backend='none', method=self.name)
+        text = '\n'.join(f"{n}. {e.source.get('title') or e.label} [{e.label}]" for n, e in enumerate(evidence, 1))
+        return Answer(text, evidence=evidence, values=[e.label for e in evidence], status='ok', backend='none',
+                      model=str(self.model.path or ''), method=self.name)
+
+def _mc_whole(flag: str, v, least: int | None = None):
+    "`v` as a whole-number option (None passes); a `MethodOptionError` naming the flag otherwise."
+    if v is None: return v
+    if isinstance(v, bool) or not isinstance(v, int): raise MethodOptionError(f'--{flag} must be a whole number, not {v!r}')
+    if least is not None and v < least: raise MethodOptionError(f'--{flag} must be at least {least}')
+    return v
+
+def train_multichannel_method(folder,                      # the model folder to write (replaced atomically; never a folder that is not a model)
+                              dataset: str | None = None,  # 'citeseer', 'cora', 'demo', or a folder (`load_aqa_task`)
+                              seed: int = 0,               # split and training seed
+                              data_dir=None,               # data folder of a named dataset (default: $SCHOLARQA_DATA or ../shared/data)
+                              model: str | None = None,    # NE's base encoder, name or folder (default: the bundled MiniLM)
+                              epochs: int = 1, ge_epochs: int = 30,       # NE epochs; GE epochs (the best on dev is kept)
+                              max_pairs: int | None = None, max_seq_length: int = 256,
+                              no_holdout: bool = False,    # hold no question out: a model to serve an index, not one to measure
+                              progress: bool = True,       # the task and the training's progress on stderr
+                              **options) -> dict:
+    "The `train` hook of `multichannel`: train on a dataset, write the model folder, return its record with each channel's test scores."
+    check_options('multichannel', options)
+    if dataset in (None, ''): raise MethodOptionError('training multichannel needs a dataset: -o dataset=NAME (citeseer, cora, demo) or -o dataset=FOLDER')
+    for flag, v in (('seed', seed), ('epochs', epochs), ('ge-epochs', ge_epochs), ('max-seq-length', max_seq_length)): _mc_whole(flag, v)
+    if epochs < 1 or ge_epochs < 1: raise MethodOptionError('--epochs and --ge-epochs must be at least 1')
+    _mc_whole('max-pairs', max_pairs, 1); _mc_whole('max-seq-length', max_seq_length, 1)
+    if not isinstance(no_holdout, bool): raise MethodOptionError(f'--no-holdout must be true or false, not {no_holdout!r}')
+    task = load_aqa_task(str(dataset), data_dir, seed=seed, fractions=(1.0, 0.0, 0.0) if no_holdout else (0.7, 0.1, 0.2))
+    cfg = MultiChannelConfig(base_model=model, epochs=epochs, ge_epochs=ge_epochs, max_pairs=max_pairs, max_seq_length=max_seq_length)
+    if progress: print(task, file=sys.stderr)
+    trained = train_multichannel(task, folder, cfg, seed=seed, progress=progress)
+    rec = trained.record
+    return {**{k: v for k, v in rec.items() if k != 'ge'}, 'ge': {k: v for k, v in rec['ge'].items() if k != 'curve'},   # the curve stays in the folder
+            'out': str(folder), 'candidates': len(task.papers), 'queries': {s: len(qs) for s, qs in task.queries.items()},
+            'test': trained.evaluate('test') if task.queries['test'] else None}
+
+@register_method('multichannel', 'papers ranked by RRF of a fine-tuned encoder and a citation GCN (seed 001), from a model folder '
+                 'of `scholarqa train multichannel`', opens=open_multichannel, marker=MODEL_MARKER, train=train_multichannel_method)
+def _multichannel_method(model, dataset: str | None = None,   # refuse a model trained on another dataset
+                         **options) -> MultiChannelMethod:
+    check_options('multichannel', options)
+    if not isinstance(model, MultiChannelModel):
+        raise MethodOptionError('--method multichannel reads a model folder written by `scholarqa train multichannel`, '
+                                f'not {type(model).__name__}')
+    if dataset is not None and dataset != model.task.name:
+        raise MethodOptionError(f"{model.path} was trained on {model.task.name!r}, not {dataset!r}")
+    return MultiChannelMethod(model)

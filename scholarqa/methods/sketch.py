@@ -20,7 +20,8 @@ from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.dense import DenseRetriever, VectorIndex, chunk_int_id
 from ..retrieval.fusion import reciprocal_rank_fusion
-from ..generate.answer import GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, content_words, method_backend, register_method
+from ..generate.answer import content_words
+from ..generate.method import GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
 from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend
 
 # %% auto #0
@@ -237,6 +238,7 @@ def edges_of(ds, key: str) -> list[dict]:
 class KGHit(Hit):
     "A chunk the graph side retrieved, with the facts (subject, relation, object, paragraph) that led to it."
     triples: list = field(default_factory=list)
+    def extras(self) -> dict: return {'triples': self.triples} if self.triples else {}   # `--json` prints the facts
 
 class KGRetriever:
     "SKETCH's structured side over a `TripleGraph` and the small chunks the triples came from."

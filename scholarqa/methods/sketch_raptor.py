@@ -15,7 +15,8 @@ import numpy as np
 from ..doc import atomic_write_npy, atomic_write_text, progress, split_sentences, writer_lock
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
-from ..generate.answer import MethodOptionError, RetrieverMethod, check_options, content_words, method_backend, register_method, truncate_tokens
+from ..generate.answer import content_words, truncate_tokens
+from ..generate.method import MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
 from ..generate.backends import BackendError, GenParams, make_backend
 from .sketch import dense_over
 
@@ -226,6 +227,7 @@ class RaptorHit(Hit):
     "A collapsed-tree hit: its layer (0 = a leaf) and, for a summary, the ids of the nodes it summarises."
     layer: int = 0
     children: list = field(default_factory=list)
+    def extras(self) -> dict: return {'layer': self.layer, **({'children': self.children} if self.children else {})}   # what `--json` prints
 
 class CollapsedTree:
     "RAPTOR's collapsed-tree retrieval: all nodes in one pool by cosine, best first, within `budget` tokens and `k` nodes."

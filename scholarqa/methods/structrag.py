@@ -23,8 +23,8 @@ from ..retrieval.bm25 import BM25Index
 from ..retrieval.splade import SpladeRetriever
 from ..retrieval.store import IndexStore
 from ..generate.backends import GenParams, Message
-from ..generate.answer import (CONTEXT_BUDGET, Answer, GeneratorAnswer, MethodOptionError, answer_prompt, build_context,
-                                      check_citations, check_options, is_insufficient, register_method)
+from ..generate.answer import CONTEXT_BUDGET, Answer, answer_prompt, build_context, check_citations, is_insufficient
+from ..generate.method import GeneratorAnswer, MethodOptionError, check_options, register_method
 
 # %% auto #0
 __all__ = ['STRUCTRAG_CACHE_VERSION', 'EntityLayer', 'build_entity_layer', 'question_entities', 'entity_coverage', 'hit_source',

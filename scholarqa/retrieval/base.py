@@ -12,9 +12,8 @@ from dataclasses import dataclass, field, asdict
 from ..doc import Paper, atomic_write_text
 
 # %% auto #0
-__all__ = ['HIT_EXTRAS', 'RETRIEVERS', 'Chunk', 'Hit', 'Retriever', 'chunk_index_text', 'chunk_source_id', 'TextEncoder',
-           'chunk_to_json', 'chunk_from_json', 'write_chunks', 'read_chunks', 'hit_to_json', 'section_json',
-           'register_retriever']
+__all__ = ['RETRIEVERS', 'Chunk', 'Hit', 'Retriever', 'chunk_index_text', 'chunk_source_id', 'TextEncoder', 'chunk_to_json',
+           'chunk_from_json', 'write_chunks', 'read_chunks', 'hit_to_json', 'section_json', 'register_retriever']
 
 # %% ../../nbs/02_retrieval.ipynb #37871bf8
 @dataclass
@@ -43,6 +42,9 @@ class Hit:
     chunk: Chunk
     score: float
     retriever: str          # 'bm25' | 'dense' | 'rrf' | 'score' | …
+    def extras(self) -> dict:
+        "What a method's own hit adds to its JSON (a subclass overrides this); a plain hit adds nothing."
+        return {}
 
 class Retriever:
     "The one retrieval interface: `retrieve(query, k)` returns up to k hits, best first."
@@ -92,16 +94,14 @@ def read_chunks(path) -> list[Chunk]:
     return [chunk_from_json(json.loads(l)) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
 
 # %% ../../nbs/02_retrieval.ipynb #dcce5990
-HIT_EXTRAS = ('triples', 'layer', 'children')   # what a method's own hits add: a graph's facts, a tree node's layer and children
-
 def hit_to_json(hit: Hit) -> dict:
-    "A hit as plain JSON: score, text, provenance (paper, source id, section, paragraph — `paragraphs` [first, last] when it spans several — label), the retriever, and what the method adds (a graph's facts, a tree node's layer and children)."
+    "A hit as plain JSON: score, text, provenance (paper, source id, section, paragraph — `paragraphs` [first, last] when it spans several — label), the retriever, and whatever the hit's `extras()` adds."
     c = hit.chunk
     return {'score': round(float(hit.score), 6), 'text': c.text, 'paper_id': c.paper_id, 'source_id': c.source_id,
             'section': section_json(c), 'paragraph': c.paragraph_start, 'paragraph_end': c.paragraph_end, 'label': c.label,
             'chunk_id': c.id, 'retriever': hit.retriever,
             **({'paragraphs': [c.paragraph_start, c.paragraph_end]} if c.paragraph_end != c.paragraph_start else {}),
-            **{f: getattr(hit, f) for f in HIT_EXTRAS if getattr(hit, f, None) not in (None, [])}}
+            **hit.extras()}
 
 def section_json(c: Chunk) -> dict:
     "The section of a chunk as JSON, the same object wherever a section is printed (hits, citations)."

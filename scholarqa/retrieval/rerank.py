@@ -27,7 +27,7 @@ __all__ = ['RERANK_SPLIT_SEED', 'RERANK_RECORD', 'RERANK_LR', 'RERANK_HEAD_LR', 
            'pubmedqa_items', 'pqa_artificial_items', 'qasper_items', 'narrativeqa_items', 'pseudo_query_items',
            'query_overlap', 'overlap_gap', 'select_training', 'check_no_leak', 'load_cross_encoder', 'rerank_loss',
            'train_reranker', 'OnnxCrossEncoder', 'export_reranker_onnx', 'Reranker', 'RerankedRetriever',
-           'RerankedMethod', 'default_reranker_dir', 'reranker_for', 'protected_questions', 'default_training_examples']
+           'default_reranker_dir', 'reranker_for', 'protected_questions', 'default_training_examples']
 
 # %% ../../nbs/02j_rerank.ipynb #c5e6a93a
 @dataclass
@@ -470,15 +470,6 @@ class RerankedRetriever(Retriever):
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
         return self.reranker.rerank(query, self.first.retrieve(query, max(self.depth, k)), k)
 
-class RerankedMethod:
-    "Any QA method (03a's `Method`) with a rerank stage: its top `depth` passages reordered by a cross-encoder, top k; answered as the method answers."
-    def __init__(self, method, reranker: Reranker, depth: int = RERANK_DEPTH):
-        self.method, self.reranker, self.depth = method, reranker, int(depth)
-        self.name = f"{getattr(method, 'name', 'method')}+rerank"
-    def __repr__(self): return f'RerankedMethod({self.method!r}, {self.reranker!r}, depth={self.depth})'
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]:
-        return self.reranker.rerank(question, self.method.retrieve(question, max(self.depth, k)), k)
-    def answer(self, question: str, hits, backend): return self.method.answer(question, hits, backend)
 
 # %% ../../nbs/02j_rerank.ipynb #12df28e2
 def default_reranker_dir() -> Path:

@@ -1,0 +1,68 @@
+"""`scholarqa eval` as a user meets it: two methods on the demo questions through the command line, the JSON contract, a
+malformed question line reported by its number while the rest still run, the same context budget for every method, and a
+second run served from its cache."""
+import json
+import pytest
+from cli_run import DEMO, cli
+
+@pytest.fixture(scope='module')
+def demo(tmp_path_factory):
+    "An ingested and indexed demo corpus, and its question file with one malformed line (line 4)."
+    d = tmp_path_factory.mktemp('eval')
+    assert cli('ingest', DEMO, '--out', d / 'corpus', '--json').returncode == 0
+    r = cli('index', d / 'corpus', '--out', d / 'index', '--json')
+    assert r.returncode == 0, r.stderr
+    from scholarqa.compare import demo_questions
+    from scholarqa.ingest import Corpus
+    qs = demo_questions(list(Corpus.load(d / 'corpus')))
+    lines = [json.dumps(q) for q in qs]
+    lines.insert(3, '{"id": "broken", "question": ""}')
+    (d / 'q.jsonl').write_text('\n'.join(lines) + '\n')
+    return d, qs
+
+def _eval(d, *extra):
+    return cli('eval', '--method', 'retrieve', '--method', 'vanilla', '--questions', d / 'q.jsonl', '--index', d / 'index',
+               '--cache', d / 'cache', '--json', *extra)
+
+def test_two_methods_the_json_contract_and_a_bad_line(demo):
+    d, qs = demo
+    r = _eval(d)
+    assert r.returncode == 1, r.stderr                          # one line could not be used: the rest ran, the status says so
+    out = json.loads(r.stdout)
+    assert 'q.jsonl, line 4' in r.stderr and [p['line'] for p in out['problems']] == [4]
+    assert out['questions'] == len(qs) == 15 and set(out['methods']) == {'retrieve', 'vanilla'}
+    for name, m in out['methods'].items():
+        assert m['questions'] == 15 and m['cached'] == 0
+        assert sum(m['statuses'].values()) == 15
+        for measure in ('recall@5', 'hit@1', 'mrr', 'all_gold', 'refusal_ok', 'context_tokens'):
+            lo, hi = m[measure]['ci']
+            assert lo <= m[measure]['mean'] <= hi, (name, measure, m[measure])
+        assert m['recall@5']['n'] == 13 and m['refusal_ok']['n'] == 15   # gold on the answerable 13; refusal on all
+    assert 0 < out['methods']['retrieve']['recall@5']['mean'] <= 1
+    pair = out['paired']['vanilla - retrieve']['mrr']
+    assert pair['n'] == 13 and pair['ci'][0] <= pair['mean'] <= pair['ci'][1]
+
+def test_a_second_run_is_served_from_its_cache(demo):
+    d, _ = demo
+    first, again = json.loads(_eval(d).stdout), json.loads(_eval(d).stdout)
+    for name in ('retrieve', 'vanilla'):
+        assert again['methods'][name]['cached'] == 15
+        assert again['methods'][name]['mrr'] == first['methods'][name]['mrr']
+
+def test_every_method_gets_the_same_budget(demo):
+    d, _ = demo
+    r = _eval(d, '--budget', '300', '--split', 'dev')
+    out = json.loads(r.stdout)
+    assert out['budget'] == 300
+    assert out['methods']['retrieve']['context_tokens']['mean'] <= 300        # paragraphs fit, several to a budget
+    wide = json.loads(_eval(d).stdout)['methods']['vanilla']['context_tokens']['mean']
+    assert out['methods']['vanilla']['context_tokens']['mean'] < wide          # a 1,000-token chunk is kept alone
+
+def test_usage_errors_are_named(demo):
+    d, _ = demo
+    r = cli('eval', '--questions', d / 'q.jsonl', '--index', d / 'index')
+    assert r.returncode == 2 and 'at least one --method' in r.stderr, r.stderr
+    r = cli('eval', '--method', 'retrieve', '--questions', d / 'missing.jsonl', '--index', d / 'index')
+    assert r.returncode == 2 and 'missing.jsonl' in r.stderr, r.stderr
+    r = cli('eval', '--method', 'retrieve', '--questions', d / 'q.jsonl', '--index', d / 'index', '-o', 'vanilla:k=1')
+    assert r.returncode == 2 and 'vanilla is not one of the --method values' in r.stderr, r.stderr
