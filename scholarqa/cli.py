@@ -459,7 +459,7 @@ def _papers_of(folder) -> dict:
     try:
         from scholarqa.retrieval.store import IndexStore
         return IndexStore.load(folder).meta.get('papers', {})
-    except Exception: return {}
+    except (FileNotFoundError, ValueError, OSError, ModuleNotFoundError): return {}   # not an index: the hits keep their labels
 
 def _answer_json(ans, papers: dict, extra: dict) -> dict:
     "`Answer.to_json()` plus the passages in the shape of `search --json` (title and year from the index's paper list)."

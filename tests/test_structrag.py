@@ -90,12 +90,12 @@ def test_ask_method_hits_are_the_context(demo_index, method):
 
 def test_ask_structrag_with_the_splade_channel(demo_index):
     q = 'How is the spread of the top passages over independent sources measured?'
-    out = json.loads(_cli('ask', str(demo_index / 'I'), q, '--method', 'structrag', '--sparse-weight', '1', '--generator', 'extractive', '--json'))
-    assert out['sparse_weight'] == 1.0 and 1 <= len(out['hits']) <= 5
+    out = json.loads(_cli('ask', str(demo_index / 'I'), q, '--method', 'structrag', '-o', 'sparse_weight=1', '--generator', 'extractive', '--json'))
+    assert out['options'] == {'sparse_weight': 1} and 1 <= len(out['hits']) <= 5
     assert any((demo_index / 'I' / 'splade').glob('*/shards.json'))           # the channel's vectors are cached in the index
     plain = json.loads(_cli('ask', str(demo_index / 'I'), q, '--method', 'structrag', '--generator', 'extractive', '--json'))
-    assert plain['sparse_weight'] == 0.0
-    for bad in (['--method', 'vanilla', '--sparse-weight', '1'], ['--method', 'structrag', '--sparse-weight', '-1']):
+    assert plain['options'] == {}                                               # the method's default: no sparse channel
+    for bad in (['--method', 'vanilla', '-o', 'sparse_weight=1'], ['--method', 'structrag', '-o', 'sparse_weight=-1']):
         exe = Path(sys.executable).parent / 'scholarqa'
         r = subprocess.run([str(exe) if exe.exists() else 'scholarqa', 'ask', str(demo_index / 'I'), q, *bad, '--generator', 'extractive'],
                            capture_output=True, text=True, timeout=600, cwd=ROOT)

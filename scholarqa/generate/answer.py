@@ -79,7 +79,7 @@ def hit_evidence(hit) -> Evidence:
     "A retrieved passage as evidence: its paragraph label, text, score and place in its paper."
     c = hit.chunk
     return Evidence(hit_label(hit), c.text, 'passage', float(hit.score),
-                    {'paper_id': c.paper_id, 'section_path': c.section_path, 'paragraph_ids': list(c.paragraph_ids or [c.id]),
+                    {'paper_id': c.paper_id, 'section_path': c.section_path, 'paragraph_ids': list(getattr(c, 'paragraph_ids', None) or [c.id]),
                      'retriever': hit.retriever})
 
 def evidence_labels(evidence) -> list[str]:
