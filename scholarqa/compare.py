@@ -41,6 +41,7 @@ def parse_question(rec, n: int) -> dict:
     q = rec.get('question')
     if not isinstance(q, str) or not q.strip(): raise ValueError('no non-empty "question" string')
     out = {'id': str(rec.get('id', f'line {n}')), 'question': q.strip(), 'split': rec.get('split')}
+    if isinstance(rec.get('kind'), str): out['kind'] = rec['kind']          # e.g. 'single' / 'two_paper': tables group by it
     if 'gold' in rec:
         if not isinstance(rec['gold'], list): raise ValueError('"gold" must be a list')
         out['gold'] = [_gold_label(g) for g in rec['gold']]
