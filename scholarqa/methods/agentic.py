@@ -728,3 +728,11 @@ class FactRAG:
         return Answer(' '.join(self.facts[i][0] for i in idx), backend='template', status='ok', values=values,
                       evidence=[Evidence(f'Fact-{n}', self.facts[i][0], 'fact', source={'sentence': i}) for n, i in enumerate(idx)],
                       plan=plan_record(steps=[f'top {self.k} facts']), question=question, method=self.name)
+    def retrieve(self, question: str, k: int = 5) -> list:
+        "The Method protocol (03d_method): the top facts as evidence (the run is kept for `answer`)."
+        self._last = self.run(question)
+        return self._last.evidence[:k]
+    def answer(self, question: str, evidence, backend=None) -> Answer:
+        "The Method protocol: every value the retrieved facts name (no backend is used)."
+        last = getattr(self, '_last', None)
+        return last if last is not None and last.question == question else self.run(question)
