@@ -64,11 +64,14 @@ def read_question_file(path) -> tuple[list[dict], list[dict]]:
 
 # %% ../nbs/09_evaluate.ipynb #c5dbb3d1
 def covers(evidence: Evidence, gold: str) -> bool:
-    "Whether one piece of evidence holds the gold entry (a paragraph label, or any label such as a paper id)."
+    "Whether one piece of evidence holds the gold entry: a paragraph label or id, a paper id (any passage of it), or any label."
     if evidence.label == gold: return True
-    if evidence.kind != 'passage' or LABEL_RE.fullmatch(gold) is None: return False
-    pid, section, idx = parse_label(gold)
-    return f'{pid}-S{section}-P{idx}' in (evidence.source or {}).get('paragraph_ids', ())   # the paragraph's id (00_doc)
+    if evidence.kind != 'passage': return False
+    if LABEL_RE.fullmatch(gold):
+        pid, section, idx = parse_label(gold)
+        gold = f'{pid}-S{section}-P{idx}'                  # the paragraph's id (00_doc)
+    ids = (evidence.source or {}).get('paragraph_ids', ())
+    return gold in ids or any(i.startswith(gold + '-S') for i in ids)
 
 def as_evidence(items) -> list[Evidence]:
     "Hits or Evidence as Evidence (a method's `retrieve` gives either)."

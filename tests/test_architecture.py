@@ -187,3 +187,14 @@ def test_every_registered_method_returns_the_one_result_type(demo_folders):
         json.dumps(a.to_json())                                          # the result is plain JSON all the way down
         kinds[name] = {e.kind for e in a.evidence}
     assert kinds['agentic'] == {'fact'} and kinds['multichannel'] == {'paper'} and kinds['structrag'] == {'passage'}
+
+def test_one_fixed_chunk_baseline(demo_folders):
+    "StructRAG's VanillaRAG and SKETCH's Naive RAG read the index's one fixed-chunk folder and rank its windows alike."
+    from scholarqa.generate.method import open_method
+    idx = demo_folders['index']
+    q = 'Which evaluation metrics are used to compare retrieval methods?'
+    ranked = {n: [h.chunk.id for h in open_method(n, idx, papers=demo_folders['papers']).retrieve(q, 4)] for n in ('vanilla', 'naive')}
+    assert ranked['vanilla'] == ranked['naive'] and len(ranked['vanilla']) == 4
+    assert all('-Cfixed-' in c for c in ranked['vanilla'])
+    assert (idx / 'fixed-1000' / 'vectors.npy').exists()
+    assert not any(p.name.startswith(('vanilla', 'naive')) for p in idx.rglob('*')), 'a second copy of the baseline was written'

@@ -516,7 +516,9 @@ def train_lesegr_method(index,                          # the index folder (or a
                         out=None,                       # the model folder (default INDEX/lesegr, where the method and `search --retriever lesegr` look)
                         inter: str = 'both',            # inter-paper edges: 'citation', 'proxy', 'both' or 'none'
                         top_n: int = 4,                 # chunks of a linked paper each chunk takes in (the seed's n)
-                        epochs: int = 3, layers: int = 2, seed: int = 0, **options) -> dict:
+                        epochs: int = 3, layers: int = 2, seed: int = 0,
+                        papers=None,                    # the index's Paper objects; None: its corpus folder
+                        **options) -> dict:
     "The `train` hook of `lesegr`: build the index's chunk graph, train LeSeGR, write the model folder; returns the record."
     check_options('lesegr', options)
     for flag, v in (('epochs', epochs), ('layers', layers), ('top-n', top_n), ('pseudo', pseudo), ('seed', seed)):
@@ -530,11 +532,11 @@ def train_lesegr_method(index,                          # the index folder (or a
     if questions is not None:
         try: qs, bad = read_training_questions(str(questions), store.chunks)
         except (OSError, UnicodeDecodeError) as e: raise MethodOptionError(f'cannot read {questions}: {e}') from None
-    else: qs = pseudo_questions(store, pseudo or 500, seed=seed)    # a ValueError when the index does not know its corpus
+    else: qs = pseudo_questions(store, pseudo or 500, seed=seed, papers=papers)   # a ValueError when the index knows no corpus and no papers are given
     for b in bad: print(f'lesegr train: skipped {b}', file=sys.stderr)
     if not qs: raise MethodOptionError('no usable training question')
     out = Path(out) if out else Path(store.path) / LESEGR_DIR
-    rec = train_on_index(store, out, qs, top_n=top_n, inter=inter, epochs=epochs, layers=layers, seed=seed)
+    rec = train_on_index(store, out, qs, top_n=top_n, inter=inter, papers=papers, epochs=epochs, layers=layers, seed=seed)
     return {**rec, 'out': str(out), 'folder': str(out), 'skipped_lines': bad}   # folder: where `scholarqa train` says it trained
 
 @register_method('lesegr', "CG-RAG (seed 003): LeSeGR's passages from the index's chunk citation graph, answered by the generator",

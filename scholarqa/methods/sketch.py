@@ -18,7 +18,8 @@ from ..kg.entities import entity_key, type_long_form
 from ..kg.rdf import BASE, SQA, SPARQL_PREFIXES, entity_class, entity_iri, kg_select, new_dataset, paragraph_iri
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
-from ..retrieval.dense import DenseRetriever, VectorIndex, chunk_int_id
+from ..retrieval.dense import DenseRetriever
+from ..retrieval.store import dense_over
 from ..retrieval.fusion import reciprocal_rank_fusion
 from ..generate.answer import content_words
 from ..generate.method import GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
@@ -27,7 +28,7 @@ from ..generate.backends import BackendError, GenParams, JSONOutputError, Messag
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_TEXT_PER_K', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple',
            'spacy_triples', 'extract_triples', 'triple_prompt', 'llm_chunk_triples', 'TripleGraph', 'triples_to_rdf',
-           'edges_of', 'KGHit', 'KGRetriever', 'dense_over', 'sketch_per_k', 'SKETCH', 'sketch_text', 'sketch_cache',
+           'edges_of', 'KGHit', 'KGRetriever', 'sketch_per_k', 'SKETCH', 'sketch_text', 'sketch_cache',
            'sketch_llm_triples', 'sketch_parts', 'triple_backend', 'sketch_method', 'kg_method', 'semantic_method',
            'naive_method']
 
@@ -305,15 +306,6 @@ class KGRetriever:
             h.triples.append([t.subject, t.relation, t.object, t.paragraph])
         return list(by_chunk.values())
 
-# %% ../../nbs/05_sketch.ipynb #5a000022
-def dense_over(chunks, vectors: np.ndarray, encoder, name: str) -> DenseRetriever:
-    "02d's `DenseRetriever` over `chunks` whose vectors are known (row i = chunks[i]); its hits carry `name` as retriever."
-    index = VectorIndex(encoder.dim, 'flat')
-    index.add([chunk_int_id(c.id) for c in chunks], np.asarray(vectors, dtype=np.float32))
-    r = DenseRetriever(chunks, encoder, index=index)       # every chunk is in the index already: nothing is encoded
-    r.name = name
-    return r
-
 # %% ../../nbs/05_sketch.ipynb #5a000025
 def _sk_paragraphs(c: Chunk) -> set:
     return {(c.paper_id, p) for p in range(c.paragraph_start, c.paragraph_end + 1)}
@@ -346,14 +338,12 @@ class SKETCH(GeneratorAnswer):
 # %% ../../nbs/05_sketch.ipynb #5a000028
 SKETCH_CACHE_VERSION = 1
 SKETCH_TEXT = {'percentile': 99.0, 'max_tokens': None, 'resplit': [100, 16]}   # the text side's chunking (02a's chunk_semantic options), chosen on dev in 05b
-_SK_FILES = ('small_chunks.jsonl', 'triples.jsonl', 'semantic_chunks.jsonl', 'semantic_vectors.npy', 'naive_chunks.jsonl',
-             'naive_vectors.npy', 'report.json')
+_SK_FILES = ('small_chunks.jsonl', 'triples.jsonl', 'semantic_chunks.jsonl', 'semantic_vectors.npy', 'report.json')
 
 def _sk_read(d: Path) -> dict:
     triples = [Triple(**json.loads(l)) for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l]
     return {'small': read_chunks(d / 'small_chunks.jsonl'), 'triples': triples,
             'semantic': read_chunks(d / 'semantic_chunks.jsonl'), 'semantic_vectors': np.load(d / 'semantic_vectors.npy'),
-            'naive': read_chunks(d / 'naive_chunks.jsonl'), 'naive_vectors': np.load(d / 'naive_vectors.npy'),
             'report': json.loads((d / 'report.json').read_text(encoding='utf-8'))}
 
 def sketch_text(text: dict | None = None) -> dict:
@@ -380,13 +370,11 @@ def sketch_cache(store, papers=None, nlp=None, rebuild: bool = False, show: bool
         small = chunk_corpus(ps, 'recursive', tokenizer=tok, size=100, overlap=16, progress=show)
         triples, report = extract_triples(small, nlp, show=show)
         semantic = chunk_corpus(ps, 'semantic', tokenizer=tok, embed=enc.encode, progress=show, **text)
-        naive = chunk_corpus(ps, 'fixed', tokenizer=tok, size=1000)
         write_chunks(d / 'small_chunks.jsonl', small)
         atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
         write_chunks(d / 'semantic_chunks.jsonl', semantic); atomic_write_npy(d / 'semantic_vectors.npy', enc.encode_chunks(semantic).astype(np.float32))
-        write_chunks(d / 'naive_chunks.jsonl', naive); atomic_write_npy(d / 'naive_vectors.npy', enc.encode_chunks(naive).astype(np.float32))
         report = {**report, 'papers': len(ps), 'small_chunks': len(small), 'semantic_chunks': len(semantic),
-                  'naive_chunks': len(naive), **text}
+                  **text}
         atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
         return {k: v for k, v in report.items() if k != 'failed'}
     return store.derive(folder, SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild,   # 02g_store: one writer at a time
@@ -414,9 +402,10 @@ def sketch_parts(store, papers=None, nlp=None,
     if key in have: return have[key]
     c, nlp = sketch_cache(store, papers, nlp, text=text), nlp or load_spacy()
     triples, report = (c['triples'], c['report']) if backend is None else sketch_llm_triples(store, backend, papers)
+    naive = store.retriever('fixed', papers=papers)          # 02g's fixed-chunk baseline, shared with VanillaRAG
     parts = {'kg': KGRetriever(TripleGraph(triples), c['small'], store.encoder, nlp),
              'semantic': dense_over(c['semantic'], c['semantic_vectors'], store.encoder, 'semantic'),
-             'naive': dense_over(c['naive'], c['naive_vectors'], store.encoder, 'naive'), 'report': {**c['report'], **report}}
+             'naive': naive, 'report': {**c['report'], **report, 'naive_chunks': len(naive)}}
     store._sketch = {**have, key: parts}
     return parts
 
@@ -454,6 +443,6 @@ def kg_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, *
 def semantic_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options):
     return _sk_method('semantic', store, 'merge', mode, max_tokens, papers, options)
 
-@register_method('naive', "SKETCH's Naive RAG baseline: fixed 1,000-token chunks by MiniLM cosine")
+@register_method('naive', "SKETCH's Naive RAG baseline: the index's fixed 1,000-token chunks by MiniLM cosine (the same baseline as vanilla)")
 def naive_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options):
     return _sk_method('naive', store, 'merge', mode, max_tokens, papers, options)

@@ -18,7 +18,7 @@ from ..retrieval.chunk import chunk_corpus
 from ..generate.answer import content_words, truncate_tokens
 from ..generate.method import MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
 from ..generate.backends import BackendError, GenParams, make_backend
-from .sketch import dense_over
+from ..retrieval.store import dense_over
 
 # %% auto #0
 __all__ = ['RAPTOR_DIM', 'RAPTOR_THRESHOLD', 'RAPTOR_MAX_CLUSTERS', 'RAPTOR_CLUSTER_TOKENS', 'SUMMARY_PROMPT',

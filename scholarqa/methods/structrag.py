@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from ..doc import atomic_write_bytes, atomic_write_npy, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy, writer_lock
+from ..doc import atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy, writer_lock
 from ..kg.rdf import add_entities, corpus_to_dataset, kg_select, paragraph_iri
 from ..kg.entities import PatternExtractor, entity_key, extract_entities
-from ..retrieval.base import Chunk, Hit, chunk_index_text, read_chunks, write_chunks
+from ..retrieval.base import Chunk, Hit, chunk_index_text
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.splade import SpladeRetriever
@@ -29,9 +29,8 @@ from ..generate.method import GeneratorAnswer, MethodOptionError, check_options,
 # %% auto #0
 __all__ = ['STRUCTRAG_CACHE_VERSION', 'EntityLayer', 'build_entity_layer', 'question_entities', 'entity_coverage', 'hit_source',
            'distinct_sources', 'source_diverse_rerank', 'source_mmr_rerank', 'max_distinct_sources', 'StructRAGConfig',
-           'StructRAG', 'VanillaRAG', 'vanilla_chunks', 'save_entity_layer', 'load_entity_layer', 'structrag_cache',
-           'structrag_messages', 'generate_answer', 'pipelines_for_store', 'method_hits', 'structrag_method',
-           'vanilla_method']
+           'StructRAG', 'VanillaRAG', 'save_entity_layer', 'load_entity_layer', 'structrag_cache', 'structrag_messages',
+           'generate_answer', 'pipelines_for_store', 'method_hits', 'structrag_method', 'vanilla_method']
 
 # %% ../../nbs/04_structrag.ipynb #a1a3960d
 _Q_ALL_MENTIONS = """PREFIX sqa: <https://w3id.org/scholarqa/ontology#>
@@ -351,13 +350,9 @@ class VanillaRAG(GeneratorAnswer):
         s = self.vectors @ qv                                        # (n_chunks,)
         return [Hit(self.chunks[i], float(s[i]), 'vanilla') for i in np.argsort(-s, kind='stable')[:k]]
 
-def vanilla_chunks(papers, tokenizer=None, size: int = 1000) -> list[Chunk]:
-    "The baseline's chunks: `size`-token windows over each paper (no header, no overlap)."
-    return chunk_corpus(papers, 'fixed', tokenizer=tokenizer, size=size)
-
 # %% ../../nbs/04_structrag.ipynb #b755871a
 STRUCTRAG_CACHE_VERSION = 1
-_SR_FILES = ('entities.json', 'vanilla_chunks.jsonl', 'vanilla_vectors.npy')
+_SR_FILES = ('entities.json',)
 
 def save_entity_layer(layer: EntityLayer, path) -> None:
     "Write an entity layer as JSON (atomic)."
@@ -367,20 +362,16 @@ def load_entity_layer(path) -> EntityLayer:
     "Read an entity layer written by `save_entity_layer`."
     return EntityLayer(**json.loads(Path(path).read_text(encoding='utf-8')))
 
-def _read_structrag_cache(d: Path):
-    return load_entity_layer(d / 'entities.json'), read_chunks(d / 'vanilla_chunks.jsonl'), np.load(d / 'vanilla_vectors.npy')
+def _read_structrag_cache(d: Path): return load_entity_layer(d / 'entities.json')
 
 def structrag_cache(store: IndexStore, papers=None,           # Paper objects; None: the index's corpus folder
-                    rebuild: bool = False) -> tuple[EntityLayer, list, np.ndarray]:
-    "(entity layer, vanilla chunks, vanilla vectors) of an index: read from INDEX_DIR/structrag/, or rebuilt when the index changed."
+                    rebuild: bool = False) -> EntityLayer:
+    "The entity layer of an index: read from INDEX_DIR/structrag/, or rebuilt when the index changed."
     def build(d):
         ps = list(papers) if papers is not None else store.papers()
         layer = build_entity_layer(ps)
-        vch = vanilla_chunks(ps, store.encoder.tokenizer)
         save_entity_layer(layer, d / 'entities.json')
-        write_chunks(d / 'vanilla_chunks.jsonl', vch)
-        atomic_write_npy(d / 'vanilla_vectors.npy', store.encoder.encode_chunks(vch).astype(np.float32))   # (n_vanilla_chunks, d)
-        return {'entities': len(layer.names), 'vanilla_chunks': len(vch), 'extractors': layer.extractors}
+        return {'entities': len(layer.names), 'extractors': layer.extractors}
     return store.derive('structrag', STRUCTRAG_CACHE_VERSION, _SR_FILES, build, _read_structrag_cache, rebuild)   # 02g_store
 
 # %% ../../nbs/04_structrag.ipynb #7888fa4e
@@ -420,7 +411,7 @@ def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy'
         srag, vrag = have[1], have[2]
         if config is not None: srag.config = config
         return _sr_attach_splade(store, srag), vrag
-    layer, vch, vvecs = structrag_cache(store, papers)
+    layer = structrag_cache(store, papers)
     ner = 'spacy'
     if nlp == 'spacy':
         try: nlp = load_spacy()
@@ -430,7 +421,7 @@ def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy'
     elif nlp is None: ner = 'gazetteer only (nlp=None)'
     srag = StructRAG(store.chunks, store.encoder.encode_chunks(store.chunks), store.encoder, layer, nlp, config)
     srag.ner = ner                             # what matched question entities: recorded by the experiment companion
-    vrag = VanillaRAG(vch, vvecs, store.encoder)
+    vrag = VanillaRAG(*store.fixed_chunks(papers), store.encoder)   # 02g's one fixed-chunk baseline, shared with SKETCH's Naive
     store._structrag = (store.meta.get('corpus_hash'), srag, vrag)
     return _sr_attach_splade(store, srag), vrag
 
@@ -467,6 +458,6 @@ def structrag_method(store, sparse_weight: float = 0.0,   # w_S of the optional 
 def vanilla_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> VanillaRAG:
     "VanillaRAG over an index, ready to retrieve and answer."
     check_options('vanilla', options)
-    _, vrag = pipelines_for_store(store, papers)
+    vrag = VanillaRAG(*store.fixed_chunks(papers), store.encoder)   # the index's fixed-chunk baseline: no entity layer needed
     vrag.mode, vrag.max_tokens = mode, max_tokens
     return vrag

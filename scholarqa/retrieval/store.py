@@ -12,7 +12,7 @@ import pandas as pd
 from fastcore.basics import patch
 
 from ..measure import time_calls
-from ..doc import atomic_write_json, atomic_write_text, corpus_hash, writer_lock, writes
+from ..doc import atomic_write_json, atomic_write_npy, atomic_write_text, corpus_hash, writer_lock, writes
 from ..ingest import Corpus
 from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text, chunk_source_id, read_chunks,
                                       register_retriever, write_chunks)
@@ -26,9 +26,9 @@ from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
 __all__ = ['INDEX_META', 'INDEX_VERSION', 'QUERY_ENCODER_DIR', 'STATE_PREFIX', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID',
-           'RECOMMENDED_HYBRID', 'SPEED_TIMING_COLUMNS', 'state_dir', 'IndexStore', 'build_index',
-           'indexing_throughput', 'recommended_hybrid', 'speed_corpus', 'speed_retrievers', 'latency_rows',
-           'speed_table']
+           'FIXED_SIZE', 'RECOMMENDED_HYBRID', 'SPEED_TIMING_COLUMNS', 'state_dir', 'IndexStore', 'build_index',
+           'dense_over', 'indexing_throughput', 'recommended_hybrid', 'speed_corpus', 'speed_retrievers',
+           'latency_rows', 'speed_table']
 
 # %% ../../nbs/02g_store.ipynb #ada0da3c
 INDEX_META = 'meta.json'
@@ -372,6 +372,37 @@ def build_index(corpus_or_papers, out_dir,
     store = IndexStore(out, [], meta, enc, vi)
     store.update(corpus_or_papers, progress=progress, engine=engine)
     return store
+
+# %% ../../nbs/02g_store.ipynb #990e10db
+FIXED_SIZE = 1000                                              # tokens per window of the fixed-chunk baseline (both seeds)
+
+def dense_over(chunks, vectors: np.ndarray, encoder, name: str) -> DenseRetriever:
+    "02d's `DenseRetriever` over `chunks` whose vectors are known (row i = chunks[i]); its hits carry `name` as retriever."
+    index = VectorIndex(encoder.dim, 'flat')
+    index.add([chunk_int_id(c.id) for c in chunks], np.asarray(vectors, dtype=np.float32))
+    r = DenseRetriever(chunks, encoder, index=index)       # every chunk is in the index already: nothing is encoded
+    r.name = name
+    return r
+
+@patch
+def fixed_chunks(self: IndexStore, papers=None,        # Paper objects; None: the index's corpus folder
+                 size: int = FIXED_SIZE) -> tuple[list, np.ndarray]:
+    "(chunks, vectors) of the fixed-chunk baseline: `size`-token windows of every paper (no header, no overlap), from INDEX/fixed-<size>/ or built now."
+    def build(d):
+        ps = list(papers) if papers is not None else self.papers()
+        ch = chunk_corpus(ps, 'fixed', tokenizer=self.encoder.tokenizer, size=size)
+        write_chunks(d / 'chunks.jsonl', ch)
+        atomic_write_npy(d / 'vectors.npy', self.encoder.encode_chunks(ch).astype(np.float32))   # (n_chunks, d)
+        return {'chunks': len(ch), 'size': size}
+    def read(d): return read_chunks(d / 'chunks.jsonl'), np.load(d / 'vectors.npy')
+    return self.derive(f'fixed-{size}', 1, ('chunks.jsonl', 'vectors.npy'), build, read)
+
+@register_retriever('fixed')
+def _fixed_retriever(s: IndexStore, papers=None):
+    "1,000-token windows by MiniLM cosine: the fixed-chunk baseline (StructRAG's VanillaRAG, SKETCH's Naive)"
+    key = (s.meta.get('corpus_hash'), FIXED_SIZE)
+    if getattr(s, '_fixed', (None,))[0] != key: s._fixed = (key, dense_over(*s.fixed_chunks(papers), s.encoder, 'fixed'))
+    return s._fixed[1]
 
 # %% ../../nbs/02g_store.ipynb #32e50719
 def indexing_throughput(papers, chunker: str = 'paragraph', model=None, encoder: Encoder | None = None,
