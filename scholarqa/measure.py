@@ -18,11 +18,11 @@ from pathlib import Path
 from .doc import atomic_write_bytes, atomic_write_text
 
 # %% auto #0
-__all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'ENV_SETTINGS', 'CI_BELOW',
-           'file_hash', 'tree_hash', 'notebook_hash', 'package_versions', 'set_seeds', 'project_root', 'git_state',
-           'portable_path', 'OtherLoad', 'thread_settings', 'cpu_model', 'machine_state', 'query_threads',
-           'quiet_openmp', 'time_calls', 'hold_cores', 'MissingComponent', 'RunRecord', 'compare_outputs',
-           'bootstrap_ci', 'ci_text']
+__all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'ENV_SETTINGS', 'NATIVE_INFO',
+           'CI_BELOW', 'file_hash', 'tree_hash', 'notebook_hash', 'package_versions', 'set_seeds', 'project_root',
+           'git_state', 'portable_path', 'OtherLoad', 'thread_settings', 'cpu_model', 'machine_state', 'query_threads',
+           'quiet_openmp', 'time_calls', 'hold_cores', 'MissingComponent', 'RunRecord', 'note_native',
+           'compare_outputs', 'bootstrap_ci', 'ci_text']
 
 # %% ../nbs/00h_measure.ipynb #8a3073f6
 def file_hash(path, nbytes: int = 16) -> str:
@@ -310,6 +310,12 @@ class RunRecord:
         return out / f'{name}.png'
 
 # %% ../nbs/00h_measure.ipynb #67f967b2
+NATIVE_INFO: dict = {}      # native library -> what it reports it was built for, noted by whatever loaded it in this process
+
+def note_native(library: str, info: str) -> None:
+    "Note a native library's own build report (e.g. llama.cpp's system info): every run record saved afterwards carries it."
+    NATIVE_INFO[library] = info
+
 def _record(self: RunRecord) -> dict:
     "The record as a JSON-ready dict (see `save`)."
     nb = os.environ.get('SCHOLARQA_NOTEBOOK')
@@ -320,7 +326,8 @@ def _record(self: RunRecord) -> dict:
             'models': self.models, 'outputs': sorted(set(self.outputs)), 'tables': self.tables, 'skipped': self.skipped,
             'notes': _portable(self.notes, self.root),
             'environment': {k: _portable(os.environ[k], self.root) for k in ENV_SETTINGS if k in os.environ},
-            'machine': {**thread_settings(), 'cpu': cpu_model(), 'load_start': self.load_start, 'load_end': machine_state()['loadavg']},
+            'machine': {**thread_settings(), 'cpu': cpu_model(), 'load_start': self.load_start, 'load_end': machine_state()['loadavg'],
+                        **({'native_libraries': dict(NATIVE_INFO)} if NATIVE_INFO else {})},
             'wall_time_s': round(time.time() - self.started, 2), 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
             'python': sys.version.split()[0], 'platform': platform.platform(), 'packages': package_versions()}
 

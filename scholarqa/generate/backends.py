@@ -6,20 +6,23 @@ a ledger of calls, tokens and latency."""
 
 # %% ../../nbs/03_generate.ipynb #9adaa31d
 from __future__ import annotations
-import functools, hashlib, importlib.util, json, os, re, threading, time
+import functools, hashlib, importlib.util, json, os, re, signal, sys, threading, time
 from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
 from ..doc import atomic_write_json
+from ..measure import note_native
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'OPENAI_DEFAULT_URL', 'BACKENDS', 'CACHE_MODES', 'Message', 'GenParams', 'Completion', 'BackendError',
-           'JSONOutputError', 'as_messages', 'parse_json_object', 'Backend', 'ScriptedBackend', 'json_max_chars',
-           'default_gguf_path', 'gguf_model_id', 'LlamaCppBackend', 'TransformersBackend', 'OpenAIBackend',
-           'openai_reply', 'OpenAIStub', 'make_backend', 'CacheMiss', 'CacheCorrupt', 'cache_mode_from_env',
-           'cache_key', 'read_cached_call', 'CachedBackend', 'llm_entity_extractor', 'Ledger', 'backend_speed']
+__all__ = ['SMOLLM2_GGUF', 'LLAMA_FAULT_ENV', 'OPENAI_DEFAULT_URL', 'BACKENDS', 'CACHE_MODES', 'Message', 'GenParams',
+           'Completion', 'BackendError', 'JSONOutputError', 'as_messages', 'parse_json_object', 'Backend',
+           'ScriptedBackend', 'json_max_chars', 'default_gguf_path', 'gguf_model_id', 'BackendCrash',
+           'llama_worker_main', 'LlamaWorker', 'LlamaCppBackend', 'check_bundled_model', 'TransformersBackend',
+           'OpenAIBackend', 'openai_reply', 'OpenAIStub', 'make_backend', 'CacheMiss', 'CacheCorrupt',
+           'cache_mode_from_env', 'cache_key', 'read_cached_call', 'CachedBackend', 'llm_entity_extractor', 'Ledger',
+           'backend_speed']
 
 # %% ../../nbs/03_generate.ipynb #ce868cb5
 @dataclass
@@ -201,56 +204,169 @@ def _gen_cut_at_stop(text: str, stop) -> tuple[str, bool]:
     cuts = [i for s in stop if s and (i := text.find(s)) >= 0]
     return (text[:min(cuts)], True) if cuts else (text, False)
 
+# %% ../../nbs/03_generate.ipynb #5a17c967
+LLAMA_FAULT_ENV = 'SCHOLARQA_LLAMA_FAULT'   # a test's hook: 'segv' makes the model's process die by SIGSEGV where it would decode
+
+class BackendCrash(BackendError):
+    "The process running a native library died (a signal or an exit) while generating; nothing was cached."
+
+def _llama_generate(llm, kind: str, prompt, kw: dict) -> dict:
+    "One llama-cpp-python call on a fresh KV cache: `complete` on a string, `chat`/`json` on a list of message dicts."
+    if os.environ.get(LLAMA_FAULT_ENV) == 'segv': os.kill(os.getpid(), signal.SIGSEGV)   # as a native fault in decode ends it
+    llm.reset()   # forget the previous call's KV cache: a reused prefix changes the numerics, and so the greedy answer
+    return llm(prompt, **kw) if kind == 'complete' else llm.create_chat_completion(messages=prompt, **kw)
+
+def _llama_load(model_path: str, n_ctx: int, n_threads: int, seed: int):
+    "(Llama, llama.cpp's system info) — the library is imported here, after OMP_WAIT_POLICY is set."
+    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')   # must precede the OpenMP runtime's start; see the note above
+    import llama_cpp
+    llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+    info = llama_cpp.llama_print_system_info()
+    return llm, (info.decode() if isinstance(info, bytes) else str(info)).strip()
+
+def _llama_worker(inbox, outbox, model_path: str, n_ctx: int, n_threads: int, seed: int) -> None:
+    "The child's loop: load the model, then answer (kind, prompt, kwargs) requests from `inbox` on `outbox` until sent None."
+    try: llm, info = _llama_load(model_path, n_ctx, n_threads, seed)
+    except ImportError as e: return outbox.send(('import', str(e)))
+    except Exception as e: return outbox.send(('load', f'{type(e).__name__}: {e}'))
+    outbox.send(('ready', info))
+    while True:
+        try: req = inbox.recv()
+        except EOFError: return
+        if req is None: return
+        try: outbox.send(('ok', _llama_generate(llm, *req)))
+        except ValueError as e: outbox.send(('too_long', str(e)))    # llama.cpp's "the prompt does not fit"
+        except Exception as e: outbox.send(('error', f'{type(e).__name__}: {e}'))
+
+def llama_worker_main() -> None:
+    "Entry of the child process: `python -c '…llama_worker_main()' IN_FD OUT_FD MODEL N_CTX N_THREADS SEED`."
+    from multiprocessing.connection import Connection
+    fd_in, fd_out, path, n_ctx, n_threads, seed = sys.argv[1:7]
+    _llama_worker(Connection(int(fd_in), writable=False), Connection(int(fd_out), readable=False), path, int(n_ctx), int(n_threads), int(seed))
+
+class LlamaWorker:
+    "llama.cpp in a child process of its own (a fresh interpreter, not a fork): a native crash ends the child, and the caller gets a `BackendCrash`."
+    def __init__(self, model_path, n_ctx: int, n_threads: int, seed: int, model_id: str):
+        import subprocess
+        from multiprocessing.connection import Connection
+        self.model_path, self.model_id = Path(model_path), model_id
+        to_child, from_parent = os.pipe()[::-1]          # (write end, read end)
+        from_child, to_parent = os.pipe()                # (read end, write end)
+        code = 'from scholarqa.generate.backends import llama_worker_main; llama_worker_main()'
+        self.proc = subprocess.Popen([sys.executable, '-c', code, str(from_parent), str(to_parent), str(model_path), str(n_ctx),
+                                      str(n_threads), str(seed)], pass_fds=(from_parent, to_parent))
+        os.close(from_parent); os.close(to_parent)
+        self.outbox, self.inbox = Connection(to_child, readable=False), Connection(from_child, writable=False)
+        status, info = self._receive('loading the model')
+        if status != 'ready':
+            self.close()
+            raise BackendError(f'llama_cpp backend: llama-cpp-python cannot be imported (model {model_id!r}): {info}; `make setup` builds it, '
+                               'or pip install llama-cpp-python' if status == 'import' else
+                               f'llama_cpp backend: cannot load {str(model_path)!r} ({info}); check model_path / --model points at a valid .gguf file')
+        self.system_info = info
+
+    def _crash(self, doing: str) -> BackendCrash:
+        try: code = self.proc.wait(5)
+        except Exception: code = self.proc.poll()
+        killed = code is not None and code < 0 and -code in signal.valid_signals()
+        how = f'was killed by {signal.Signals(-code).name}' if killed else f'ended with exit status {code}'
+        fix = ('this build of llama-cpp-python does not run on this CPU: rebuild it for a baseline x86-64 (`make setup` does, '
+               'with CMAKE_ARGS="-DGGML_NATIVE=OFF")' if killed else 'its own message is printed above')
+        return BackendCrash(f'llama_cpp backend: the process running llama.cpp {how} while {doing} with model {self.model_id} '
+                            f'(file {self.model_path}); nothing was written to the cache. {fix[0].upper() + fix[1:]}; '
+                            'to answer without it: --backend extractive')
+
+    def _receive(self, doing: str):
+        try: return self.inbox.recv()
+        except (EOFError, OSError): raise self._crash(doing) from None
+
+    def call(self, kind: str, prompt, kw: dict) -> tuple[str, Any]:
+        "(status, result) of one generation: 'ok' with llama-cpp-python's response, or 'too_long' / 'error' with a message."
+        try: self.outbox.send((kind, prompt, kw))
+        except (BrokenPipeError, OSError): raise self._crash('generating') from None
+        return self._receive('generating')
+
+    def close(self) -> None:
+        "Stop the child (asked first, killed if it does not go)."
+        try: self.outbox.send(None)
+        except (BrokenPipeError, OSError): pass
+        try: self.proc.wait(2)
+        except Exception: self.proc.kill(); self.proc.wait(2)
+        for c in (self.outbox, self.inbox):
+            try: c.close()
+            except OSError: pass
+    def __del__(self):
+        try: self.close()
+        except Exception: pass
+
+class _LlamaInProcess:
+    "llama.cpp in this process (`isolate=False`): no process boundary, so a native crash ends the caller."
+    def __init__(self, model_path, n_ctx, n_threads, seed, model_id):
+        try: self.llm, self.system_info = _llama_load(str(model_path), n_ctx, n_threads, seed)
+        except ImportError as e:
+            raise BackendError(f'llama_cpp backend: llama-cpp-python is not installed (model {model_id!r}); `make setup` builds it') from e
+        except Exception as e:
+            raise BackendError(f'llama_cpp backend: cannot load {str(model_path)!r} ({type(e).__name__}: {e}); '
+                               'check model_path / --model points at a valid .gguf file') from e
+    def call(self, kind, prompt, kw):
+        try: return 'ok', _llama_generate(self.llm, kind, prompt, kw)
+        except ValueError as e: return 'too_long', str(e)
+    def close(self): pass
+
 class LlamaCppBackend(Backend):
-    "A GGUF model run in-process by llama.cpp; default: the bundled SmolLM2-135M-Instruct Q4_1."
+    "A GGUF model run by llama.cpp in a child process (default: the bundled SmolLM2-135M-Instruct Q4_1)."
     name = 'llama_cpp'
     def __init__(self, model_path=None,   # a .gguf file; None → the bundled SmolLM2
                  n_ctx: int = 2048,       # context window (prompt + completion tokens)
                  n_threads: int = 2,      # CPU threads
-                 seed: int = 0):
+                 seed: int = 0,
+                 isolate: bool = True):   # False: llama.cpp in this process (no per-call hand-over; a native crash ends the caller)
         self.model_path = Path(model_path) if model_path else default_gguf_path()
         if not self.model_path.is_file():
             raise BackendError(f'llama_cpp backend: model file {str(self.model_path)!r} does not exist; pass model_path= / --model with a .gguf file')
-        self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
+        self.n_ctx, self.n_threads, self.seed, self.isolate = n_ctx, n_threads, seed, isolate
         self.model_id = gguf_model_id(self.model_path)
-        self._llm = None
+        self._llm = None                  # the worker, started by the first live call
 
     def _load(self):
-        if self._llm is not None: return self._llm
-        os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')   # must precede the OpenMP runtime's start; see the note above
-        try: import llama_cpp
-        except ImportError as e:
-            raise BackendError(f'llama_cpp backend: llama-cpp-python is not installed (model {self.model_id!r}); '
-                               'pip install llama-cpp-python (compiles llama.cpp, a few minutes on CPU)') from e
-        try:
-            self._llm = llama_cpp.Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                        seed=self.seed, verbose=False)
-        except Exception as e:
-            raise BackendError(f'llama_cpp backend: cannot load {str(self.model_path)!r} ({type(e).__name__}: {e}); '
-                               'check model_path / --model points at a valid .gguf file') from e
+        if self._llm is None:
+            if importlib.util.find_spec('llama_cpp') is None:      # said here, before a process is started for nothing
+                raise BackendError(f'llama_cpp backend: llama-cpp-python is not installed (model {self.model_id!r}); pip install '
+                                   'llama-cpp-python (compiles llama.cpp, a few minutes on CPU; `make setup` builds it portably)')
+            self._llm = (LlamaWorker if self.isolate else _LlamaInProcess)(self.model_path, self.n_ctx, self.n_threads, self.seed, self.model_id)
+            note_native('llama.cpp', self._llm.system_info)          # into the run records (00h_measure)
         return self._llm
 
     def _call(self, kind, prompt, params, schema=None) -> Completion:
         llm = self._load()
         kw = dict(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, seed=params.seed,
                   stop=list(params.stop) or None, repeat_penalty=1.0)
+        if kind == 'json': kw['response_format'] = {'type': 'json_object', 'schema': schema}
         t0 = time.perf_counter()
-        llm.reset()   # forget the previous call's KV cache: a reused prefix changes the numerics, and so the greedy answer
-        try:
-            if kind == 'complete':
-                r = llm(prompt, **kw)
-                text = r['choices'][0]['text']
-            else:
-                if kind == 'json': kw['response_format'] = {'type': 'json_object', 'schema': schema}
-                r = llm.create_chat_completion(messages=[asdict(m) for m in prompt], **kw)
-                text = r['choices'][0]['message']['content'] or ''
-        except ValueError as e:   # llama.cpp raises ValueError when the prompt does not fit
-            raise BackendError(f'llama_cpp backend: model {self.model_id!r}: {e}; shorten the prompt (fewer/shorter passages) '
-                               f'or raise n_ctx (now {self.n_ctx})') from e
+        try: status, r = llm.call(kind, prompt if kind == 'complete' else [asdict(m) for m in prompt], kw)
+        except BackendCrash:
+            self._llm = None              # a later call starts a new process (and meets the same fault, said the same way)
+            raise
+        if status == 'too_long':
+            raise BackendError(f'llama_cpp backend: model {self.model_id!r}: {r}; shorten the prompt (fewer/shorter passages) '
+                               f'or raise n_ctx (now {self.n_ctx})')
+        if status != 'ok': raise BackendError(f'llama_cpp backend: model {self.model_id!r}: {r}')
         dt = time.perf_counter() - t0
+        text = r['choices'][0]['text'] if kind == 'complete' else (r['choices'][0]['message']['content'] or '')
         u = r.get('usage') or {}
         return Completion(text, self.name, self.model_id, int(u.get('prompt_tokens', 0)), int(u.get('completion_tokens', 0)),
                           dt, finish_reason=r['choices'][0].get('finish_reason') or '')
+
+def check_bundled_model(model_path=None) -> tuple[bool, str]:
+    "(works, what to tell the user) after one short generation with the bundled model (or `model_path`) in a child process."
+    try:
+        be = LlamaCppBackend(model_path)
+        be.chat('Say OK.', GenParams(max_tokens=2))
+        info = be._llm.system_info
+        be._llm.close()
+        return True, f'llama_cpp backend: {be.model_path.name} runs on this machine (llama.cpp built for: {info})'
+    except BackendError as e:
+        return False, f'{e}\n(everything else works without the bundled model: --backend extractive)'
 
 # %% ../../nbs/03_generate.ipynb #fbc3162e
 def _gen_transcript(messages: list[Message]) -> str:

@@ -17,7 +17,7 @@ from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..generate.answer import content_words, truncate_tokens
 from ..generate.method import MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
-from ..generate.backends import BackendError, GenParams, make_backend
+from ..generate.backends import BackendCrash, BackendError, GenParams, make_backend
 from ..retrieval.store import dense_over
 
 # %% auto #0
@@ -168,6 +168,7 @@ def build_tree(leaves: list, vectors: np.ndarray,      # one paper's leaf chunks
             kids = [current[j] for j in sorted(g)]
             src = [nodes[i].text for i in kids]
             try: text, why = summarise(src), None
+            except BackendCrash: raise               # the model's process died: every later call would too, so say it now
             except BackendError as e: text, why = '', f'backend error: {e}'
             if why is None and len(content_words(text)) < 3: why = f'reply with fewer than 3 content words: {text[:80]!r}'
             if why is not None and fallback is not None: text = fallback(src)
