@@ -274,7 +274,7 @@ class LlamaWorker:
                'with CMAKE_ARGS="-DGGML_NATIVE=OFF")' if killed else 'its own message is printed above')
         return BackendCrash(f'llama_cpp backend: the process running llama.cpp {how} while {doing} with model {self.model_id} '
                             f'(file {self.model_path}); nothing was written to the cache. {fix[0].upper() + fix[1:]}; '
-                            'to answer without it: --backend extractive')
+                            'to answer without it: --backend extractive (no model), or --backend openai (any compatible server)')
 
     def _receive(self, doing: str):
         try: return self.inbox.recv()
