@@ -410,6 +410,9 @@ def _add_ask(sub) -> None:
     p.add_argument('--strict', action='store_true',
                    help='exit with status 3 unless the result is an answer (status ok): empty, echoed, repetitive, uncited, '
                         'insufficient, unanswerable, not found, ambiguous or unplanned results fail')
+    p.add_argument('--min-answerability', type=float, default=None, metavar='P',
+                   help="refuse (status unanswerable) when the passages' answerability is below P, 0-1; default: the threshold "
+                        'chosen on dev questions (03e_refuse); 0 never refuses')
     p.set_defaults(func=_ask_cmd)
 
 def method_options(pairs) -> dict:
@@ -478,6 +481,10 @@ def _print_answer(res: dict) -> None:
               'OpenAI-compatible server (--backend openai --base-url URL).')
         print(f"  ({res['backend']}: {res['model']})"); return
     print(res['answer'] + '\n')
+    if res['status'] == 'unanswerable' and res.get('answerability'):       # the decision refused: what the index holds instead
+        papers = {h['label']: h.get('title') for h in res.get('hits', [])}
+        print('  closest, not an answer:')
+        for e in res['evidence']: print(f"    [{e['label']}] {papers.get(e['label']) or ''}".rstrip())
     for c in res['citations']:
         print(f"  [{c['label']}] {c.get('source_id') or c.get('paper_id')}, section {c['section']['path']}, paragraph {c['paragraph']}")
     for l in res['invented']: print(f'  warning: cites {l}, which was not retrieved')
@@ -493,6 +500,8 @@ def _ask_cmd(args) -> int:
     qs, err = _one_or_batch(args, 'ask')
     if err: print(err, file=sys.stderr); return 2
     if args.k < 1: print('scholarqa ask: -k must be at least 1', file=sys.stderr); return 2
+    if args.min_answerability is not None and not 0 <= args.min_answerability <= 1:
+        print('scholarqa ask: --min-answerability must be between 0 and 1', file=sys.stderr); return 2
     try: options = method_options(args.option)
     except ValueError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
     load_methods()
@@ -502,10 +511,11 @@ def _ask_cmd(args) -> int:
     try: backend = _method_backend(args, method)
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
     extra = {'options': {k: v for k, v in {**options, 'retriever': args.retriever}.items() if v is not None}, 'k': args.k,
-             'rerank': getattr(getattr(method, 'reranker', None), 'name', None), 'method': name}
+             'rerank': getattr(getattr(method, 'reranker', None), 'name', None), 'method': name,
+             'min_answerability': args.min_answerability}
     papers = {}
     def one(question: str) -> dict:
-        ans = ask(method, question, args.k, backend)
+        ans = ask(method, question, args.k, backend, min_answerability=args.min_answerability)
         if ans.hits and not papers: papers.update(_papers_of(args.index))     # titles and years, read once, only for passages
         return _answer_json(ans, papers, extra)
 

@@ -53,12 +53,17 @@ def parse_question(rec, n: int) -> dict:
     if 'values' in rec: out['values'] = _strings(rec['values'], 'values')
     return out
 
-def read_question_file(path) -> tuple[list[dict], list[dict]]:
+def read_question_file(path,
+                       require=()) -> tuple[list[dict], list[dict]]:   # fields a line must have (e.g. 'answerable' for refusal sets)
     "(questions, problems) of a JSONL question file: every usable line normalised, every other one as {'line', 'error'} naming file and line."
     questions, problems = [], []
     for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
         if not line.strip(): continue
-        try: questions.append(parse_question(json.loads(line), n))
+        try:
+            q = parse_question(json.loads(line), n)
+            missing = [f for f in require if f not in q]
+            if missing: raise ValueError(f'no {", ".join(repr(f) for f in missing)}')
+            questions.append(q)
         except ValueError as e: problems.append({'line': n, 'error': f'{path}, line {n}: {e}'})
     return questions, problems
 
@@ -187,7 +192,7 @@ def evaluate_methods(methods: dict,            # {name: (method, config)}; confi
             else:
                 ans = ask(method, q['question'], k, be, budget)
                 row = {**score_answer(q, ans, k), 'answer': ans.text, 'values': list(ans.values), 'question': q['question'],
-                       'seconds': round(sum(ans.timings.get(s, 0.0) for s in ('retrieve_s', 'answer_s')), 4)}
+                       'seconds': round(sum(ans.timings.get(s, 0.0) for s in ('retrieve_s', 'decide_s', 'answer_s')), 4)}
                 cache[qkey], new = row, new + 1
                 row = {**row, 'cached': False}
             rows.append({'method': name, 'id': q['id'], 'split': q.get('split'), **row})

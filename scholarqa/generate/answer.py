@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from dataclasses import field
 import numpy as np
 import re
+import weakref
+import inspect
+from collections import OrderedDict
 from dataclasses import replace
 import time
 from ..doc import LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label, split_sentences_rules
@@ -57,6 +60,7 @@ class Answer:
     timings: dict = field(default_factory=dict)      # seconds per stage ({'retrieve_s', 'answer_s', …})
     question: str = ''
     method: str = ''
+    answerability: dict | None = None                # the decision before answering (03e_refuse): score, threshold, features
 
     def __post_init__(self):
         if not self.evidence and self.hits: self.evidence = [hit_evidence(h) for h in self.hits]
@@ -68,7 +72,8 @@ class Answer:
                 'answer': self.text, 'values': list(self.values), 'citations': self.citations, 'invented': self.invented,
                 'unsupported': self.unsupported, 'insufficient': self.insufficient, 'support': self.support,
                 'evidence': [vars(e).copy() for e in self.evidence], 'plan': self.plan, 'timings': self.timings,
-                'backend': self.backend, 'model': self.model}
+                'backend': self.backend, 'model': self.model,
+                'answerability': self.answerability}
 
 def hit_label(hit) -> str:
     "The paragraph label of a hit's chunk (its own `label`, else built from paper, section path and first paragraph)."
@@ -167,14 +172,28 @@ class LexicalEncoder:
         out = np.where(out > 0, 1 + np.log(np.maximum(out, 1)), 0)
         return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
+_ANS_MEMO = weakref.WeakKeyDictionary()   # encoder -> {text: unit vector}: one question's sentences are encoded once per process
+_ANS_MEMO_SIZE = 4096                      # texts remembered per encoder (oldest dropped first)
+
+def _ans_encode(enc, texts: list) -> np.ndarray:
+    takes_cache = 'use_cache' in inspect.signature(enc.encode).parameters
+    v = enc.encode(texts, use_cache=False) if takes_cache else enc.encode(texts)   # one question's sentences: never the index's disk cache
+    v = np.asarray(v.detach().cpu() if hasattr(v, 'detach') else v, dtype=np.float32).reshape(len(texts), -1)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
 def encode_texts(texts, encoder=None) -> np.ndarray:
-    "L2-normalised embeddings (n, d) of `texts` from `encoder` (anything with `.encode`; `LexicalEncoder` if None)."
+    "L2-normalised embeddings (n, d) of `texts` from `encoder` (anything with `.encode`; `LexicalEncoder` if None), remembered per encoder."
     texts = list(texts)
     enc = encoder if encoder is not None else LexicalEncoder()
     if not texts: return np.zeros((0, getattr(enc, 'dim', 1)), dtype=np.float32)
-    v = enc.encode(texts)
-    v = np.asarray(v.detach().cpu() if hasattr(v, 'detach') else v, dtype=np.float32).reshape(len(texts), -1)
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    if isinstance(enc, LexicalEncoder): return _ans_encode(enc, texts)       # hashing is cheaper than remembering
+    try: memo = _ANS_MEMO.setdefault(enc, OrderedDict())
+    except TypeError: return _ans_encode(enc, texts)                         # an encoder that cannot be weakly referenced
+    todo = [t for t in dict.fromkeys(texts) if t not in memo]
+    if todo: memo.update(zip(todo, _ans_encode(enc, todo)))
+    out = np.stack([memo[t] for t in texts])
+    while len(memo) > _ANS_MEMO_SIZE: memo.popitem(last=False)
+    return out
 
 def load_minilm(model: str | None = None):
     "The bundled MiniLM sentence encoder (or any sentence-transformers name/path)."

@@ -13,8 +13,8 @@ from .answer import Answer, Evidence, Generator, evidence_labels
 
 # %% auto #0
 __all__ = ['METHODS', 'Method', 'MethodOptionError', 'open_index', 'register_method', 'check_options', 'method_backend',
-           'RerankedMethod', 'open_method', 'train_method', 'default_method', 'ask', 'GeneratorAnswer',
-           'RetrieverMethod', 'method_modules', 'load_methods', 'method_option_names']
+           'RerankedMethod', 'open_method', 'train_method', 'default_method', 'answerability_encoder', 'ask',
+           'GeneratorAnswer', 'RetrieverMethod', 'method_modules', 'load_methods', 'method_option_names']
 
 # %% ../../nbs/03d_method.ipynb #3dfb2251
 @runtime_checkable
@@ -104,18 +104,35 @@ def default_method(folder, fallback: str = 'retrieve') -> str:
     return next((n for n, f in METHODS.items() if f.marker and (Path(folder) / f.marker).exists()), fallback)
 
 # %% ../../nbs/03d_method.ipynb #d78017d8
+def answerability_encoder(method):
+    "The sentence encoder the answerability decision reads with: the method's own model, else None (03e: the bundled MiniLM)."
+    from scholarqa.generate.answer import LexicalEncoder
+    enc = getattr(method, 'encoder', None)
+    return None if enc is None or isinstance(enc, LexicalEncoder) else enc
+
 def ask(method, question: str, k: int = 5, backend=None,
-        budget=None) -> Answer:     # evidence -> evidence: applied between the two steps (e.g. a token budget)
-    "The method's evidence for `question`, then its answer: one `Answer` with the seconds of each stage in `timings`."
+        budget=None,                        # evidence -> evidence: applied between the two steps (e.g. a token budget)
+        min_answerability: float | None = None) -> Answer:   # refuse below this (None: 03e's default; 0: never refuse)
+    "The method's evidence for `question`, then its answer — or its refusal when the passages do not hold one — timed by stage."
     t0 = time.perf_counter()
     evidence = method.retrieve(question, k)
     t1 = time.perf_counter()
     if budget is not None: evidence = budget(evidence)
-    ans = method.answer(question, evidence, backend)
+    decision = None
+    if min_answerability != 0 and evidence and all(isinstance(e, Hit) for e in evidence):   # passages: a text method
+        from scholarqa.generate.refuse import decide, refusal_answer      # 03e builds the decision on this notebook's protocol
+        decision = decide(question, evidence, answerability_encoder(method), threshold=min_answerability)
     t2 = time.perf_counter()
+    if decision and not decision['answerable']: ans = refusal_answer(question, evidence, decision, getattr(method, 'name', ''))
+    else: ans = method.answer(question, evidence, backend)
+    t3 = time.perf_counter()
     if not isinstance(ans, Answer):
         raise TypeError(f"method {getattr(method, 'name', method)!r}: answer() returned {type(ans).__name__}, not an Answer")
-    ans.timings = {'retrieve_s': round(t1 - t0, 4), 'answer_s': round(t2 - t1, 4), **(ans.timings or {})}
+    if ans.status == 'insufficient':        # the backend's own refusal: kept in its words, reported like the decision's
+        ans.status, ans.status_reason = 'unanswerable', f'the {ans.backend or "answer"} backend says the passages do not answer the question'
+    ans.answerability = ans.answerability or decision
+    ans.timings = {'retrieve_s': round(t1 - t0, 4), **({'decide_s': round(t2 - t1, 4)} if decision else {}),
+                   'answer_s': round(t3 - t2, 4), **(ans.timings or {})}
     ans.question, ans.method = question, ans.method or getattr(method, 'name', type(method).__name__)
     return ans
 
