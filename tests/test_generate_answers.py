@@ -183,7 +183,7 @@ def test_ask_extractive_loads_no_pytorch_and_answers_as_pytorch_would(demo_index
 
 
 def test_ask_unreachable_openai_fails_loudly(demo_index):
-    r = scholarqa('ask', demo_index, 'What is DASC?', '--generator', 'openai', '--base-url', 'http://127.0.0.1:9', '--model', 'm', '--json',
+    r = scholarqa('ask', demo_index, 'What is DASC?', '--generator', 'openai', '--base-url', 'http://127.0.0.1:9', '--model', 'm', '--json', '--min-answerability', '0',
                   timeout=300)
     assert r.returncode != 0
     assert 'http://127.0.0.1:9' in r.stderr

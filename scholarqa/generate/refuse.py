@@ -96,9 +96,9 @@ def fit_answerability(rows: list[dict],                 # {'split': 'dev', 'answ
 
 # %% ../../nbs/03e_refuse.ipynb #ec645b1b
 DEFAULT_ANSWERABILITY = AnswerabilityModel(
-    features=ANSWERABILITY_FEATURES, mean=(0.47974, 0.439506, 0.476924, 0.328894, 0.239466),
-    scale=(0.138346, 0.129469, 0.193165, 0.158659, 0.096454), coef=(1.56625, 0.832377, 0.580879, -0.099172, 0.227555),
-    intercept=-0.591772, threshold=0.3199, fitted_on='prototype')
+    features=ANSWERABILITY_FEATURES, mean=(0.490393, 0.447176, 0.486884, 0.35812, 0.245579),
+    scale=(0.160817, 0.146728, 0.247839, 0.219271, 0.130223), coef=(1.409424, 0.920633, 0.650036, 0.120407, 0.282377),
+    intercept=-0.627759, threshold=0.3671, fitted_on='03f dev rows (unarxive, qasper, pubmedqa), logistic')
 
 # %% ../../nbs/03e_refuse.ipynb #d36486db
 REFUSAL_TEXT = 'The papers in this index do not say.'
