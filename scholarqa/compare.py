@@ -11,14 +11,14 @@ import pandas as pd
 from .doc import LABEL_RE, atomic_write_text, blake2b_hex, parse_label
 from .measure import bootstrap_ci
 from .evaluate import token_f1
-from .generate.answer import Answer, Evidence, hit_evidence
+from .generate.answer import Answer, Evidence, evidence_text, hit_evidence   # evidence_text: 03a, shared with 03e
 from .generate.method import ask
 
 # %% auto #0
 __all__ = ['MEASURES', 'DEMO_UNANSWERABLE', 'parse_question', 'read_question_file', 'covers', 'as_evidence', 'gold_ranks',
-           'evidence_text', 'count_tokens', 'context_tokens', 'token_budget', 'context_curve', 'score_answer',
-           'folder_signature', 'evaluate_methods', 'measures_in', 'summarise_methods', 'paired_difference',
-           'summary_table', 'demo_questions']
+           'count_tokens', 'context_tokens', 'token_budget', 'context_curve', 'score_answer', 'folder_signature',
+           'evaluate_methods', 'measures_in', 'summarise_methods', 'paired_difference', 'summary_table',
+           'demo_questions']
 
 # %% ../nbs/09_evaluate.ipynb #5cadd27b
 def _gold_label(g) -> str:
@@ -88,8 +88,6 @@ def gold_ranks(evidence, gold: list[str]) -> list[int | None]:
     return [next((r for r, e in enumerate(ev, 1) if covers(e, g)), None) for g in gold]
 
 # %% ../nbs/09_evaluate.ipynb #aefde3da
-def evidence_text(e) -> str: return e.text if isinstance(e, Evidence) else e.chunk.text
-
 _COUNTER = None
 def count_tokens(text: str) -> int:
     "MiniLM tokens of `text` (the tokenizer file read by `tokenizers` alone)."

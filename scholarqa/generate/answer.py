@@ -20,11 +20,11 @@ from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Me
 
 # %% auto #0
 __all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'RESULT_STATUSES', 'Evidence',
-           'Answer', 'hit_label', 'hit_evidence', 'evidence_labels', 'truncate_tokens', 'build_context',
-           'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder', 'encode_texts', 'load_minilm',
-           'support_threshold', 'is_insufficient', 'answer_sentences', 'resolve_citation', 'sentence_support',
-           'check_citations', 'answer_status', 'Generator', 'mmr_select', 'ExtractiveGenerator', 'extractive_model_id',
-           'prompt_passages', 'ExtractiveBackend']
+           'Answer', 'hit_label', 'hit_evidence', 'evidence_labels', 'evidence_text', 'truncate_tokens',
+           'build_context', 'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder', 'encode_texts',
+           'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences', 'resolve_citation',
+           'sentence_support', 'check_citations', 'answer_status', 'Generator', 'mmr_select', 'ExtractiveGenerator',
+           'extractive_model_id', 'prompt_passages', 'ExtractiveBackend']
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
@@ -90,6 +90,10 @@ def hit_evidence(hit) -> Evidence:
 def evidence_labels(evidence) -> list[str]:
     "The labels of a list of evidence (Evidence or Hit), in order."
     return [e.label if isinstance(e, Evidence) else hit_label(e) for e in evidence]
+
+def evidence_text(e) -> str:
+    "The text of one piece of evidence (an Evidence, or a Hit's chunk)."
+    return e.text if isinstance(e, Evidence) else e.chunk.text
 
 def truncate_tokens(text: str, max_tokens: int, tokenizer=None) -> str:
     "The longest prefix of `text` with at most `max_tokens` tokens (a fast HF tokenizer; whitespace words if None), '…' when cut."

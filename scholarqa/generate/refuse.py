@@ -4,30 +4,25 @@
 
 # %% ../../nbs/03e_refuse.ipynb #7d7e01b3
 from __future__ import annotations
-import hashlib, json, math
+import json, math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 import numpy as np
-from ..doc import parse_label, LABEL_RE, split_sentences_rules
-from .answer import Answer, Evidence, LexicalEncoder, content_words, encode_texts, hit_evidence, load_minilm
+from ..doc import LABEL_RE, blake2b_hex, parse_label, split_sentences_rules
+from .answer import Answer, Evidence, LexicalEncoder, content_words, encode_texts, evidence_text, hit_evidence, load_minilm
 
 # %% auto #0
-__all__ = ['ANSWERABILITY_FEATURES', 'DEFAULT_ANSWERABILITY', 'REFUSAL_TEXT', 'QASA_UNANSWERABLE', 'passage_text',
-           'answerability_features', 'AnswerabilityModel', 'threshold_at', 'fit_answerability', 'default_encoder',
-           'decide', 'refusal_answer', 'evidence_paper', 'ExcludePapers', 'gold_papers', 'split_of',
-           'qasa_unanswerable', 'gold_removed']
+__all__ = ['ANSWERABILITY_FEATURES', 'DEFAULT_ANSWERABILITY', 'REFUSAL_TEXT', 'QASA_UNANSWERABLE', 'answerability_features',
+           'AnswerabilityModel', 'threshold_at', 'fit_answerability', 'default_encoder', 'decide', 'refusal_answer',
+           'evidence_paper', 'ExcludePapers', 'gold_papers', 'split_of', 'qasa_unanswerable', 'gold_removed']
 
 # %% ../../nbs/03e_refuse.ipynb #e50a95c5
 ANSWERABILITY_FEATURES = ('sent_max', 'sent_top3', 'coverage', 'coverage_best', 'lex_sent_max')
 
-def passage_text(e) -> str:
-    "The text of a piece of evidence (a Hit's chunk or an Evidence)."
-    return e.chunk.text if hasattr(e, 'chunk') else e.text
-
 def answerability_features(question: str, passages,   # Hits or Evidence, as a method's `retrieve` gives them
                            encoder=None) -> dict:      # sentence encoder of the cosines (None: 03a's lexical hash)
     "How close the passages come to the question: sentence cosines and the share of the question's words they hold."
-    texts = [' '.join(passage_text(p).split()) for p in passages]     # whitespace as the prompt has it (03a build_context)
+    texts = [' '.join(evidence_text(p).split()) for p in passages]     # whitespace as the prompt has it (03a build_context)
     sents = [s for t in texts for a, b in split_sentences_rules(t) if (s := t[a:b].strip())]
     if not sents: return dict.fromkeys(ANSWERABILITY_FEATURES, 0.0)
     v = encode_texts([question] + sents, encoder)                  # (1 + n_sentences, d)
@@ -162,7 +157,7 @@ def gold_papers(gold) -> set:
 # %% ../../nbs/03e_refuse.ipynb #fedf9c05
 def split_of(key: str, seed: int = 0) -> str:
     "'dev' or 'heldout' from a hash of `key` and `seed`: the same key (e.g. a paper) always falls on the same side."
-    return 'dev' if int(hashlib.blake2b(f'{seed}:{key}'.encode(), digest_size=4).hexdigest(), 16) % 2 == 0 else 'heldout'
+    return 'dev' if int(blake2b_hex(f'{seed}:{key}', 4), 16) % 2 == 0 else 'heldout'
 
 QASA_UNANSWERABLE = 'qasa/testset_unanswerable_244_v1.1.json'
 
