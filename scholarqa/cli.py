@@ -249,16 +249,20 @@ def _add_search(sub) -> None:
 def _add_rerank_flags(p) -> None:
     "--rerank [MODEL] and --rerank-depth N, shared by search and ask."
     p.add_argument('--rerank', nargs='?', const='default', default=None, metavar='MODEL',
-                   help='rerank the first stage\'s top --rerank-depth with a cross-encoder: a folder written by `scholarqa rerank '
-                        'train`, any cross-encoder folder or hub name; without MODEL the default one `rerank train` writes')
+                   help='reorder the first stage\'s top --rerank-depth with a second stage: a learned ranker folder written by '
+                        '`scholarqa rerank learn`, a cross-encoder folder written by `scholarqa rerank train`, or any '
+                        'cross-encoder hub name; without MODEL the default folder. A stage whose record shows no positive '
+                        'dev gain over its first stage is refused unless --force')
     p.add_argument('--rerank-depth', type=int, default=30, metavar='N', help='first-stage hits the reranker reads (default 30)')
+    p.add_argument('--force', action='store_true', help='use the --rerank stage even when its record shows no positive dev gain')
 
 def _load_reranker(args, cmd: str):
-    "(Reranker or None, error message or None) for --rerank."
-    if args.rerank is None: return None, None
+    "(second stage or None, error message or None) for --rerank: refused, with its dev gain, unless that gain is positive or --force."
+    if args.rerank is None:
+        return (None, f'scholarqa {cmd}: --force applies to --rerank, and no --rerank was given') if args.force else (None, None)
     if args.rerank_depth < 1: return None, f'scholarqa {cmd}: --rerank-depth must be at least 1'
-    rr = need('scholarqa.retrieval.rerank', 'index,embed,train', cmd)
-    try: return rr.reranker_for(args.rerank), None
+    ltr = need('scholarqa.retrieval.ltr', 'index,embed,train', cmd)
+    try: return ltr.second_stage_for(args.rerank, force=args.force), None
     except (FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
 
 def read_questions(path) -> list[dict]:
@@ -321,6 +325,8 @@ def _search_cmd(args) -> int:
     if err: print(err, file=sys.stderr); return 2
     if reranker is not None:
         from scholarqa.retrieval.rerank import RerankedRetriever
+        if hasattr(reranker, 'bind'):                            # a learned ranker reads its features from this index
+            ret = reranker.bind(store).share_first_stage(ret)    # behind the hybrid, one retrieval serves both stages
         ret = RerankedRetriever(ret, reranker, args.rerank_depth)
     if args.questions is None:
         hits = ret.retrieve(args.query, args.k)
@@ -645,8 +651,9 @@ def _eval_cmd(args) -> int:
 
 # %% ../nbs/10_cli.ipynb #rr000002
 def _add_rerank(sub) -> None:
-    p = sub.add_parser('rerank', help='train the cross-encoder reranker used by search/ask --rerank',
-                       description='Train a cross-encoder reranker (02j_rerank) and write its model folder.')
+    p = sub.add_parser('rerank', help='fit the second stage search/ask --rerank read: a learned ranker or a cross-encoder',
+                       description='Fit a learned ranker on dev questions (02n_ltr; its record carries its dev gain) or train a '
+                                   'cross-encoder reranker (02j_rerank), and write its model folder.')
     rs = p.add_subparsers(dest='rerank_command', metavar='RERANK_COMMAND')
     t = rs.add_parser('train', help='train a reranker from the data folder and/or a corpus')
     t.add_argument('--corpus', default=None, metavar='CORPUS_DIR', help='ingested corpus whose paragraphs give pseudo-queries')
@@ -663,7 +670,43 @@ def _add_rerank(sub) -> None:
     t.add_argument('--json', action='store_true', help='print the training record and data card as JSON')
     _wait_flag(t)
     t.set_defaults(func=_rerank_train_cmd)
+    l = rs.add_parser('learn', help='fit a learned ranker (LightGBM) on dev questions of an index, measuring its dev gain',
+                      description='Fit a learned-to-rank second stage (02n_ltr) on question-file lines with gold passages, asked of '
+                                  'INDEX: its dev gain over the hybrid comes from cross-validation by paper, then one model is fit '
+                                  'on every question and written with that gain in its record.')
+    l.add_argument('index', metavar='INDEX', help='an index folder (scholarqa index)')
+    l.add_argument('--questions', required=True, metavar='FILE.jsonl', help='question-file lines with gold (09_evaluate\'s format): dev questions only')
+    l.add_argument('--out', default=None, metavar='MODEL_DIR', help='model folder (default: the one --rerank reads without a value)')
+    l.add_argument('--candidates', type=int, default=50, metavar='N', help='first-stage passages per question (default 50)')
+    l.add_argument('--folds', type=int, default=5, help='cross-validation folds, by paper (default 5)')
+    l.add_argument('--seed', type=int, default=0)
+    l.add_argument('--json', action='store_true', help='print the record as JSON')
+    l.set_defaults(func=_rerank_learn_cmd)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+def _rerank_learn_cmd(args) -> int:
+    ltr = need('scholarqa.retrieval.ltr', 'index,embed', 'rerank learn')
+    store_mod = need('scholarqa.retrieval.store', 'index,embed', 'rerank learn')
+    if args.candidates < 1 or args.folds < 2:
+        print('scholarqa rerank learn: --candidates must be at least 1 and --folds at least 2', file=sys.stderr); return 2
+    try: store = store_mod.IndexStore.load(args.index)
+    except (FileNotFoundError, ValueError) as e: print(f'scholarqa rerank learn: {e}', file=sys.stderr); return 2
+    compare = need('scholarqa.compare', 'index,embed', 'rerank learn')
+    try: qs, bad = compare.read_question_file(args.questions)
+    except (OSError, UnicodeDecodeError) as e: print(f'scholarqa rerank learn: cannot read {args.questions}: {e}', file=sys.stderr); return 2
+    for b in bad: print(f"scholarqa rerank learn: skipped {b['error']}", file=sys.stderr)
+    held = [q['id'] for q in qs if q.get('split') not in (None, 'dev', 'train')]   # a held-out question never trains anything
+    if held: print(f"scholarqa rerank learn: skipped {len(held)} questions whose split is not dev (e.g. {held[0]})", file=sys.stderr)
+    qs = [q for q in qs if q.get('split') in (None, 'dev', 'train')]
+    out = Path(args.out) if args.out else need('scholarqa.retrieval.rerank', 'index,embed', 'rerank learn').default_reranker_dir()
+    try: rec = ltr.learn_ranker(store, qs, out, n=args.candidates, n_folds=args.folds, seed=args.seed, progress=True)
+    except (ValueError, OSError) as e: print(f'scholarqa rerank learn: {e}', file=sys.stderr); return 2
+    if args.json: print(json.dumps(rec)); return 0
+    d = rec['dev']
+    print(f"{d['questions']} dev questions, {d['folds']} folds by paper: gold recall@5 {d['first_stage_recall_at_5']:.3f} (first "
+          f"stage) -> {d['ranker_recall_at_5']:.3f} (learned ranker, out of fold), gain {d['gain']:+.4f}; model in {out}")
+    if d['gain'] <= 0: print('  its dev gain is not positive: --rerank refuses it unless --force', file=sys.stderr)
+    return 0
 
 def _rate_or_same(v: str):
     "--head-lr's value: a learning rate, or `same`."

@@ -1,5 +1,6 @@
 """The reranker (02j_rerank): the training data never holds a protected question (checked on the real PubMedQA, QASPER and
-NarrativeQA files), and `scholarqa rerank train`, `search --rerank` and `ask --rerank` work end to end on the demo corpus."""
+NarrativeQA files), and `scholarqa rerank train`, `search --rerank` and `ask --rerank` work end to end on the demo corpus (with
+--force: a cross-encoder's record carries no dev gain)."""
 import json, os, subprocess, sys
 from pathlib import Path
 
@@ -63,13 +64,18 @@ def test_cli_rerank_train_search_ask(tmp_path, demo_cli_copy):
     r = _run('rerank', 'train', '--corpus', tmp_path / 'corpus', '--head-lr', 'fast', '--out', tmp_path / 'never', env=env)
     assert r.returncode == 2 and "expected a learning rate or `same`, not 'fast'" in r.stderr and not (tmp_path / 'never').exists()
     first = json.loads(_run('search', tmp_path / 'index', q, '-k', 30, '--json').stdout)
-    r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--rerank-depth', 30, '--json', env=env)
+    # `rerank train` trains, it does not measure: its record carries no dev gain, so --rerank refuses it unless --force
+    r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', env=env)
+    assert r.returncode == 2 and 'carries no dev gain' in r.stderr and '--force' in r.stderr, r.stderr
+    r = _run('search', tmp_path / 'index', q, '--force', env=env)
+    assert r.returncode == 2 and 'no --rerank was given' in r.stderr
+    r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--rerank-depth', 30, '--force', '--json', env=env)
     assert r.returncode == 0, r.stderr
     hits = json.loads(r.stdout)
     assert len(hits) == 5 and all(h['retriever'].endswith('+rerank') for h in hits)
     assert {h['chunk_id'] for h in hits} <= {h['chunk_id'] for h in first}       # reranked from the first stage's top 30
     for method in ('retrieve', 'structrag'):
-        r = _run('ask', tmp_path / 'index', q, '--method', method, '--rerank', cache / 'rerankers' / 'default', '--json', env=env)
+        r = _run('ask', tmp_path / 'index', q, '--method', method, '--rerank', cache / 'rerankers' / 'default', '--force', '--json', env=env)
         assert r.returncode == 0, r.stderr
         res = json.loads(r.stdout)
         assert res['rerank'] and len(res['hits']) == 5

@@ -78,7 +78,7 @@ class RerankedMethod:
 def _is_folder(x) -> bool: return isinstance(x, (str, os.PathLike))
 
 def open_method(name: str, folder,            # a folder path, or what the method opens it into (an IndexStore, a graph)
-                reranker=None,                # a cross-encoder `Reranker` (02j_rerank): the method gets a rerank stage
+                reranker=None,                # a cross-encoder `Reranker` (02j_rerank) or a `LearnedRanker` (02n_ltr): a rerank stage
                 rerank_depth: int = 30,       # passages of the method's own ranking the reranker reads
                 **options) -> Method:
     "Open the method registered as `name` on its folder; a `MethodOptionError` names what was wrong."
@@ -86,6 +86,12 @@ def open_method(name: str, folder,            # a folder path, or what the metho
     factory = METHODS[name]
     opened = factory.opens(folder) if _is_folder(folder) else folder
     if reranker is None: return factory(opened, **options)
+    if hasattr(reranker, 'bind'):                                # a learned ranker (02n_ltr) reads its features from the index
+        if not hasattr(opened, 'chunks'): raise MethodOptionError(f'--method {name}: a learned ranker reranks passages of an index, and this method reads none')
+        method = factory(opened, **options)
+        if hasattr(method, 'retriever'): method.retriever = reranker.bind(opened).share_first_stage(method.retriever)
+        else: reranker.bind(opened)
+        return RerankedMethod(method, reranker, rerank_depth)
     if 'reranker' in inspect.signature(factory).parameters:     # the method places the stage itself
         return factory(opened, reranker=reranker, rerank_depth=rerank_depth, **options)
     return RerankedMethod(factory(opened, **options), reranker, rerank_depth)
