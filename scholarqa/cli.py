@@ -253,17 +253,21 @@ def _add_rerank_flags(p) -> None:
                         '`scholarqa rerank learn`, a cross-encoder folder written by `scholarqa rerank train`, or any '
                         'cross-encoder hub name; without MODEL the default folder. A stage whose record shows no positive '
                         'dev gain over its first stage is refused unless --force')
-    p.add_argument('--rerank-depth', type=int, default=30, metavar='N', help='first-stage hits the reranker reads (default 30)')
+    p.add_argument('--rerank-depth', type=int, default=None, metavar='N',
+                   help='first-stage hits the second stage reads (default: the N a learned ranker was fit with, 30 for a cross-encoder)')
     p.add_argument('--force', action='store_true', help='use the --rerank stage even when its record shows no positive dev gain')
 
 def _load_reranker(args, cmd: str):
     "(second stage or None, error message or None) for --rerank: refused, with its dev gain, unless that gain is positive or --force."
     if args.rerank is None:
         return (None, f'scholarqa {cmd}: --force applies to --rerank, and no --rerank was given') if args.force else (None, None)
-    if args.rerank_depth < 1: return None, f'scholarqa {cmd}: --rerank-depth must be at least 1'
+    if args.rerank_depth is not None and args.rerank_depth < 1: return None, f'scholarqa {cmd}: --rerank-depth must be at least 1'
     ltr = need('scholarqa.retrieval.ltr', 'index,embed,train', cmd)
-    try: return ltr.second_stage_for(args.rerank, force=args.force), None
+    try: stage = ltr.second_stage_for(args.rerank, force=args.force)
     except (FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
+    if args.rerank_depth is None:       # a learned ranker reads as many candidates as it was fit on
+        args.rerank_depth = int(stage.record.get('n', 30)) if getattr(stage, 'kind', '') == 'ltr' else 30
+    return stage, None
 
 def read_questions(path) -> list[dict]:
     "Lines of a JSONL question file as [{'id', 'question'}] or [{'id', 'error'}] for a line that cannot be used (batch goes on)."
