@@ -265,8 +265,7 @@ def _load_reranker(args, cmd: str):
     ltr = need('scholarqa.retrieval.ltr', 'index,embed,train', cmd)
     try: stage = ltr.second_stage_for(args.rerank, force=args.force)
     except (FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
-    if args.rerank_depth is None:       # a learned ranker reads as many candidates as it was fit on
-        args.rerank_depth = int(stage.record.get('n', 30)) if getattr(stage, 'kind', '') == 'ltr' else 30
+    if args.rerank_depth is None: args.rerank_depth = int(stage.record.get('n', 30)) if getattr(stage, 'kind', '') == 'ltr' else 30   # a learned ranker reads the N it was fit on
     return stage, None
 
 def read_questions(path) -> list[dict]:
@@ -689,8 +688,7 @@ def _add_rerank(sub) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 def _rerank_learn_cmd(args) -> int:
-    ltr = need('scholarqa.retrieval.ltr', 'index,embed', 'rerank learn')
-    store_mod = need('scholarqa.retrieval.store', 'index,embed', 'rerank learn')
+    ltr, store_mod = (need(f'scholarqa.retrieval.{m}', 'index,embed', 'rerank learn') for m in ('ltr', 'store'))
     if args.candidates < 1 or args.folds < 2:
         print('scholarqa rerank learn: --candidates must be at least 1 and --folds at least 2', file=sys.stderr); return 2
     try: store = store_mod.IndexStore.load(args.index)
@@ -700,8 +698,7 @@ def _rerank_learn_cmd(args) -> int:
     except (OSError, UnicodeDecodeError) as e: print(f'scholarqa rerank learn: cannot read {args.questions}: {e}', file=sys.stderr); return 2
     for b in bad: print(f"scholarqa rerank learn: skipped {b['error']}", file=sys.stderr)
     held = [q['id'] for q in qs if q.get('split') not in (None, 'dev', 'train')]   # a held-out question never trains anything
-    if held: print(f"scholarqa rerank learn: skipped {len(held)} questions whose split is not dev (e.g. {held[0]})", file=sys.stderr)
-    qs = [q for q in qs if q.get('split') in (None, 'dev', 'train')]
+    if held: print(f"scholarqa rerank learn: skipped {len(held)} questions whose split is not dev (e.g. {held[0]})", file=sys.stderr); qs = [q for q in qs if q['id'] not in held]
     out = Path(args.out) if args.out else need('scholarqa.retrieval.rerank', 'index,embed', 'rerank learn').default_reranker_dir()
     try: rec = ltr.learn_ranker(store, qs, out, n=args.candidates, n_folds=args.folds, seed=args.seed, progress=True)
     except (ValueError, OSError) as e: print(f'scholarqa rerank learn: {e}', file=sys.stderr); return 2
