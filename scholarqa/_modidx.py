@@ -2004,6 +2004,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                          'scholarqa.retrieval.ltr.second_stage_for': ( 'ltr.html#second_stage_for',
                                                                                        'scholarqa/retrieval/ltr.py'),
                                          'scholarqa.retrieval.ltr.section_role': ('ltr.html#section_role', 'scholarqa/retrieval/ltr.py'),
+                                         'scholarqa.retrieval.ltr.shipped_ranker': ( 'ltr.html#shipped_ranker',
+                                                                                     'scholarqa/retrieval/ltr.py'),
                                          'scholarqa.retrieval.ltr.store_channels': ( 'ltr.html#store_channels',
                                                                                      'scholarqa/retrieval/ltr.py')},
             'scholarqa.retrieval.rerank': { 'scholarqa.retrieval.rerank.NegativeMiner': ( 'rerank.html#negativeminer',

@@ -251,19 +251,19 @@ def _add_rerank_flags(p) -> None:
     p.add_argument('--rerank', nargs='?', const='default', default=None, metavar='MODEL',
                    help='reorder the first stage\'s top --rerank-depth with a second stage: a learned ranker folder written by '
                         '`scholarqa rerank learn`, a cross-encoder folder written by `scholarqa rerank train`, or any '
-                        'cross-encoder hub name; without MODEL the default folder. A stage whose record shows no positive '
+                        'cross-encoder hub name; without MODEL the default folder, else the model shipped for the first stage. A stage whose record shows no positive '
                         'dev gain over its first stage is refused unless --force')
     p.add_argument('--rerank-depth', type=int, default=None, metavar='N',
                    help='first-stage hits the second stage reads (default: the N a learned ranker was fit with, 30 for a cross-encoder)')
     p.add_argument('--force', action='store_true', help='use the --rerank stage even when its record shows no positive dev gain')
 
-def _load_reranker(args, cmd: str):
+def _load_reranker(args, cmd: str, first_stage: str | None = None):
     "(second stage or None, error message or None) for --rerank: refused, with its dev gain, unless that gain is positive or --force."
     if args.rerank is None:
         return (None, f'scholarqa {cmd}: --force applies to --rerank, and no --rerank was given') if args.force else (None, None)
     if args.rerank_depth is not None and args.rerank_depth < 1: return None, f'scholarqa {cmd}: --rerank-depth must be at least 1'
     ltr = need('scholarqa.retrieval.ltr', 'index,embed,train', cmd)
-    try: stage = ltr.second_stage_for(args.rerank, force=args.force)
+    try: stage = ltr.second_stage_for(args.rerank, force=args.force, first_stage=first_stage)
     except (FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
     if args.rerank_depth is None: args.rerank_depth = int(stage.record.get('n', 30)) if getattr(stage, 'kind', '') == 'ltr' else 30   # a learned ranker reads the N it was fit on
     return stage, None
@@ -324,7 +324,7 @@ def _search_cmd(args) -> int:
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2
     try: ret = store.retriever(args.retriever, **({} if args.model is None else {'model': args.model}))
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2   # e.g. a model it needs is absent
-    reranker, err = _load_reranker(args, 'search')
+    reranker, err = _load_reranker(args, 'search', 'retrieve' if args.retriever == 'hybrid' else None)
     if err: print(err, file=sys.stderr); return 2
     if reranker is not None:
         from scholarqa.retrieval.rerank import RerankedRetriever
@@ -460,7 +460,7 @@ def _open_cli_method(cmd: str, name: str, folder, options: dict, args):
     if name not in METHODS and name in failed:
         return None, (f"scholarqa {cmd}: --method {name} needs the optional package {failed[name]!r}; "
                       f"install it with: pip install 'scholarqa[kg,index,embed,generate]'")
-    reranker, err = _load_reranker(args, cmd)
+    reranker, err = _load_reranker(args, cmd, name if args.retriever in (None, 'hybrid') else None)
     if err: return None, err
     given = {k: v for k, v in (('retriever', args.retriever), ('mode', args.mode), ('max_tokens', args.max_tokens)) if v is not None}
     try: return open_method(name, folder, reranker=reranker, rerank_depth=args.rerank_depth, **{**given, **options}), None

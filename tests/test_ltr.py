@@ -8,8 +8,8 @@ import pytest
 
 from scholarqa.compare import demo_questions, read_question_file
 from scholarqa.datasets import load_dataset
-from scholarqa.retrieval.ltr import (LTR_RECORD, fit_ranker, gold_paper, ltr_feature_names, ltr_rows, paper_folds,
-                                     paper_sizes, store_channels)
+from scholarqa.retrieval.ltr import (LTR_MODEL, LTR_RECORD, dev_gain_of, fit_ranker, gold_paper, ltr_feature_names, ltr_rows, paper_folds,
+                                     paper_sizes, shipped_ranker, store_channels)
 
 ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent / 'scholarqa'
@@ -87,3 +87,26 @@ def test_cli_rerank_learn_search_ask(tmp_path, demo_cli_copy):
         assert res['rerank'] == 'ltr:ltr' and len(res['hits']) == 5 and all(h['retriever'].endswith('+ltr') for h in res['hits'])
     r = _run('rerank', 'learn', tmp_path / 'index', '--questions', qfile, '--folds', 1)
     assert r.returncode == 2 and '--folds at least 2' in r.stderr
+
+
+def test_shipped_rankers_are_the_experiments_and_serve_bare_rerank(tmp_path, demo_cli_copy):
+    for name in ('retrieve', 'structrag'):
+        folder, run = shipped_ranker(name), ROOT / 'outputs' / '02_index' / f'ltr_model_{name}'
+        assert folder is not None, f'the package ships no learned ranker for {name}: run tools/ship_ltr.py'
+        for f in (LTR_RECORD, LTR_MODEL):          # byte for byte the files of the committed 02o run (tools/ship_ltr.py copies them)
+            assert (folder / f).read_bytes() == (run / f).read_bytes(), f'{folder / f} differs from {run / f}: run tools/ship_ltr.py'
+        rec = json.loads((folder / LTR_RECORD).read_text())
+        assert rec['first_stage'] == name and rec['dev']['split'] == 'by paper' and dev_gain_of(rec) is not None
+    env = {'SCHOLARQA_CACHE': str(tmp_path / 'cache')}                 # nothing trained on this machine
+    demo_cli_copy(tmp_path)
+    q = 'How are citation graphs used for retrieval?'
+    r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--json', env=env)
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    assert len(hits) == 5 and all(h['retriever'].endswith('+ltr') for h in hits)
+    r = _run('ask', tmp_path / 'index', q, '--method', 'structrag', '--rerank', '--json', '--min-answerability', 0, env=env)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res['rerank'] == 'ltr:structrag' and len(res['hits']) == 5 and all(h['retriever'].endswith('+ltr') for h in res['hits'])
+    r = _run('ask', tmp_path / 'index', q, '--method', 'structrag', '--json', '--min-answerability', 0, env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)['rerank'] is None     # no second stage unless asked: the hybrid failed the rule

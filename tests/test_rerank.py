@@ -50,7 +50,8 @@ def test_cli_rerank_train_search_ask(tmp_path, demo_cli_copy):
     env = {'SCHOLARQA_CACHE': str(cache)}
     demo_cli_copy(tmp_path)                                          # `scholarqa ingest` + `index` on the demo (tests/conftest.py)
     q = 'How are citation graphs used for retrieval?'
-    r = _run('search', tmp_path / 'index', q, '--rerank', env=env)                 # no default model yet: a clear error
+    # nothing trained yet, and the package ships no model for a BM25 first stage: a clear error
+    r = _run('search', tmp_path / 'index', q, '--retriever', 'bm25', '--rerank', env=env)
     assert r.returncode == 2 and 'scholarqa rerank train' in r.stderr
     empty = tmp_path / 'no_data'; empty.mkdir()
     r = _run('rerank', 'train', '--corpus', tmp_path / 'corpus', '--data-dir', empty, '--pseudo', 24, '--max-length', 64, '--json', env=env)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/02n_ltr.ipynb #645073e1
 from __future__ import annotations
-import json, re, tempfile, time
+import importlib.resources, json, re, tempfile, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -17,8 +17,8 @@ from .fusion import minmax, score_fusion
 __all__ = ['LTR_DEPTH', 'LISTS_KEPT', 'SECTION_ROLES', 'ROLE_NAMES', 'LTR_TAIL', 'LTR_PARAMS', 'LTR_RECORD', 'LTR_MODEL',
            'Channels', 'ChannelFusion', 'store_channels', 'paper_sizes', 'section_role', 'ltr_feature_names',
            'name_terms', 'candidate_features', 'holds_gold', 'gold_paper', 'ltr_rows', 'paper_folds', 'fit_ranker',
-           'cross_validate', 'recall_at', 'learn_ranker', 'LearnedRanker', 'RerankRefused', 'dev_gain_of',
-           'second_stage_for']
+           'cross_validate', 'recall_at', 'learn_ranker', 'LearnedRanker', 'shipped_ranker', 'RerankRefused',
+           'dev_gain_of', 'second_stage_for']
 
 # %% ../../nbs/02n_ltr.ipynb #f62996c1
 LTR_DEPTH = 100        # hits each channel lists per question: the hybrid's own depth (02g's STORE_HYBRID)
@@ -322,6 +322,12 @@ class LearnedRanker:
         return [Hit(hits[i].chunk, float(s[i]), f'{hits[i].retriever}+ltr') for i in order]
 
 # %% ../../nbs/02n_ltr.ipynb #7094cc5f
+def shipped_ranker(first_stage: str | None) -> Path | None:
+    "The learned ranker the package ships for a first stage (`scholarqa/data/ltr/<name>`), or None when it ships none."
+    if not first_stage or not re.fullmatch(r'[a-z_]+', first_stage): return None
+    folder = Path(str(importlib.resources.files('scholarqa'))) / 'data' / 'ltr' / first_stage
+    return folder if (folder / LTR_RECORD).exists() else None
+
 class RerankRefused(ValueError):
     "A second stage whose record does not show that it helps on dev questions."
 
@@ -332,10 +338,13 @@ def dev_gain_of(record: dict) -> float | None:
 
 def second_stage_for(spec=None,                 # None / 'default' / a folder / a cross-encoder hub name, as `--rerank` takes
                      force: bool = False,       # use a stage whose dev gain is not positive (or unknown) anyway
+                     first_stage: str | None = None,   # the first stage's name ('retrieve': the hybrid; a method): its shipped model
                      **kw):                     # for 02j's `reranker_for` (a cross-encoder)
     "The second stage `spec` names — a learned ranker or a cross-encoder — refused unless its record shows a positive dev gain."
-    from scholarqa.retrieval.rerank import default_reranker_dir, reranker_for
+    from scholarqa.retrieval.rerank import RERANK_RECORD, default_reranker_dir, reranker_for
     folder = default_reranker_dir() if spec is None or str(spec) == 'default' else Path(str(spec)).expanduser()
+    if folder == default_reranker_dir() and not any((folder / r).exists() for r in (LTR_RECORD, RERANK_RECORD)):
+        folder = shipped_ranker(first_stage) or folder      # nothing trained here: the package's model for this first stage
     stage = LearnedRanker(folder) if (folder / LTR_RECORD).exists() else reranker_for(spec, **kw)
     gain = dev_gain_of(stage.record)
     if force or (gain is not None and gain > 0): return stage
