@@ -229,6 +229,17 @@ def test_questions_do_not_copy_their_paragraphs(questions):
 FRESH = QUESTIONS.parent / 'unarxive_questions_fresh.jsonl'
 
 
+def _gold_texts(q, by_arxiv) -> list:
+    "The text of each gold paragraph of `q`, asserting that it exists exactly once and that its label is the paragraph's."
+    texts = []
+    for g in q['gold']:
+        p = by_arxiv[g['arxiv']]
+        match = [para for s, para in iter_paragraphs(p) if s.path == g['section_path'] and para.index == g['paragraph_index']]
+        assert len(match) == 1 and g['label'] == paragraph_label(p.id, g['section_path'], g['paragraph_index']), (q['id'], g)
+        texts.append(match[0].text)
+    return texts
+
+
 def test_fresh_question_file_is_new_and_resolves(questions):
     fresh = load_eval_questions(FRESH)
     assert Counter(q['kind'] for q in fresh) == {'single': 40, 'two_paper': 24} and {q['split'] for q in fresh} == {'heldout'}
@@ -242,12 +253,38 @@ def test_fresh_question_file_is_new_and_resolves(questions):
         assert not {g['label'] for g in q['gold']} & old_gold, q['id']                # no gold of the first file
         if q['kind'] == 'two_paper':
             assert q['gold'][0]['arxiv'] != q['gold'][1]['arxiv'] and frozenset(g['arxiv'] for g in q['gold']) not in old_pairs, q['id']
-        texts = []
-        for g in q['gold']:
-            p = by_arxiv[g['arxiv']]
-            match = [para for s, para in iter_paragraphs(p) if s.path == g['section_path'] and para.index == g['paragraph_index']]
-            assert len(match) == 1 and g['label'] == paragraph_label(p.id, g['section_path'], g['paragraph_index']), (q['id'], g)
-            texts.append(match[0].text)
+        texts = _gold_texts(q, by_arxiv)
         assert q['overlap'] == _overlap(q['question'], ' '.join(texts)), q['id']
     assert np.mean([q['overlap'] for q in fresh]) < 0.45 and max(q['overlap'] for q in fresh) < 0.8
     assert all(len(v) == len(q['gold']) for q, v in zip(fresh, question_qrels(fresh, ux.papers).values()))
+
+
+# ---------------------------------------------------------------- the two-paper dev file (02p_two_paper / 02q's choices)
+
+TWO_DEV = QUESTIONS.parent / 'unarxive_two_paper_dev.jsonl'
+
+
+def _runs(text, n=4):
+    w = re.findall(r'[a-z0-9]+', text.lower())
+    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+def test_two_paper_dev_file_is_new_resolves_and_copies_nothing(questions):
+    two = load_eval_questions(TWO_DEV)
+    assert len(two) >= 40 and {q['kind'] for q in two} == {'two_paper'} and {q['split'] for q in two} == {'dev'}
+    assert len({q['id'] for q in two}) == len(two) and len({q['question'] for q in two}) == len(two)
+    assert len({q['pattern'] for q in two}) >= 5                       # more than one way of asking
+    fresh = load_eval_questions(FRESH)
+    used = {g['label'] for q in questions + fresh for g in q['gold']}
+    used_pairs = {frozenset(g['arxiv'] for g in q['gold']) for q in questions + fresh if q['kind'] == 'two_paper'}
+    ux = _load('unarxive')
+    by_arxiv = {p.source_ids['arxiv']: p for p in ux.papers}
+    for q in two:
+        assert not {g['label'] for g in q['gold']} & used, q['id']    # paragraphs no other set uses
+        assert q['gold'][0]['arxiv'] != q['gold'][1]['arxiv'] and frozenset(g['arxiv'] for g in q['gold']) not in used_pairs, q['id']
+        texts = _gold_texts(q, by_arxiv)
+        for g, text in zip(q['gold'], texts):
+            assert not _runs(q['question']) & _runs(text), (q['id'], 'a 4-word run copied from', g['label'])
+        assert q['overlap'] == _overlap(q['question'], ' '.join(texts)), q['id']
+        assert q['overlap_prefix5'] == _overlap(q['question'], ' '.join(texts), stem=True), q['id']
+    assert np.mean([q['overlap'] for q in two]) < 0.45

@@ -41,6 +41,9 @@ def test_disjoint_from_the_other_question_files():
         assert not {g['label'] for r in mine for g in r['gold'] if r['kind'] == 'single'} & \
                    {g['label'] for r in theirs for g in r['gold'] if r['kind'] == 'single'}, other
         assert not {r['question'] for r in mine} & {r['question'] for r in theirs}, other
+    two_dev = records(ROOT / 'data' / 'eval' / 'unarxive_two_paper_dev.jsonl')   # written after it: no paragraph of it at all
+    assert not {g['label'] for r in mine for g in r['gold']} & {g['label'] for r in two_dev for g in r['gold']}
+    assert not {r['question'] for r in mine} & {r['question'] for r in two_dev}
 
 
 def test_only_the_final_comparison_reads_it():

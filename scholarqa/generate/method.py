@@ -13,8 +13,9 @@ from .answer import Answer, Evidence, Generator, evidence_labels
 
 # %% auto #0
 __all__ = ['METHODS', 'Method', 'MethodOptionError', 'open_index', 'register_method', 'check_options', 'method_backend',
-           'RerankedMethod', 'open_method', 'train_method', 'default_method', 'answerability_encoder', 'ask',
-           'GeneratorAnswer', 'RetrieverMethod', 'method_modules', 'load_methods', 'method_option_names']
+           'RerankedMethod', 'DecomposedMethod', 'open_method', 'train_method', 'default_method',
+           'answerability_encoder', 'ask', 'GeneratorAnswer', 'RetrieverMethod', 'method_modules', 'load_methods',
+           'method_option_names']
 
 # %% ../../nbs/03d_method.ipynb #3dfb2251
 @runtime_checkable
@@ -75,16 +76,37 @@ class RerankedMethod:
         return self.reranker.rerank(question, self.method.retrieve(question, max(self.depth, k)), k)
     def answer(self, question: str, hits, backend) -> Answer: return self.method.answer(question, hits, backend)
 
+class DecomposedMethod:
+    "Any text method answering several-paper questions paper by paper (02p_two_paper): each paper's passages, each its own answer."
+    def __init__(self, method, **options):    # options: `PaperThenPassage`'s (depth, paper_query, how)
+        from scholarqa.retrieval.decompose import PaperThenPassage
+        self.method, self.papers = method, PaperThenPassage(method, **options)
+        self.name, self.encoder = f"{getattr(method, 'name', 'method')}+papers", getattr(method, 'encoder', None)
+    def __repr__(self): return f'DecomposedMethod({self.method!r}, {self.papers!r})'
+    def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.papers.retrieve(question, k)
+
+    def answer(self, question: str, hits, backend) -> Answer:
+        "One answer per paper — the method's own, to that paper's sub-question from that paper's passages — joined."
+        d, hits = self.papers.last, list(hits)
+        if d is None or d.question != question: return self.method.answer(question, hits, backend)
+        parts = [(part, sub, [h for h in hits if h.chunk.paper_id == paper])
+                 for part, sub, paper in zip(d.parts, d.sub_questions, self.papers.last_papers)]
+        answers = [(part, self.method.answer(sub, own, backend)) for part, sub, own in parts if own]
+        if not answers: return self.method.answer(question, hits, backend)
+        bad = next(((p, a) for p, a in answers if a.status != 'ok'), None)
+        first = answers[0][1]
+        return Answer(text='\n'.join(f'{part}: {a.text}' for part, a in answers),
+                      citations=[c for _, a in answers for c in a.citations], unsupported=[u for _, a in answers for u in a.unsupported],
+                      invented=[i for _, a in answers for i in a.invented], hits=hits, backend=first.backend, model=first.model,
+                      support=[x for _, a in answers for x in a.support], completions=[x for _, a in answers for x in a.completions],
+                      status=bad[1].status if bad else 'ok', status_reason=f'{bad[0]}: {bad[1].status_reason}' if bad else '',
+                      plan={'decomposition': {'parts': d.parts, 'sub_questions': d.sub_questions, 'papers': self.papers.last_papers}},
+                      method=self.name)
+
 def _is_folder(x) -> bool: return isinstance(x, (str, os.PathLike))
 
-def open_method(name: str, folder,            # a folder path, or what the method opens it into (an IndexStore, a graph)
-                reranker=None,                # a cross-encoder `Reranker` (02j_rerank) or a `LearnedRanker` (02n_ltr): a rerank stage
-                rerank_depth: int = 30,       # passages of the method's own ranking the reranker reads
-                **options) -> Method:
-    "Open the method registered as `name` on its folder; a `MethodOptionError` names what was wrong."
-    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
-    factory = METHODS[name]
-    opened = factory.opens(folder) if _is_folder(folder) else folder
+def _with_rerank(name, factory, opened, reranker, rerank_depth: int, options: dict):
+    "The method `factory` makes of `opened`, with the rerank stage where one is given."
     if reranker is None: return factory(opened, **options)
     if hasattr(reranker, 'bind'):                                # a learned ranker (02n_ltr) reads its features from the index
         if not hasattr(opened, 'chunks'): raise MethodOptionError(f'--method {name}: a learned ranker reranks passages of an index, and this method reads none')
@@ -95,6 +117,21 @@ def open_method(name: str, folder,            # a folder path, or what the metho
     if 'reranker' in inspect.signature(factory).parameters:     # the method places the stage itself
         return factory(opened, reranker=reranker, rerank_depth=rerank_depth, **options)
     return RerankedMethod(factory(opened, **options), reranker, rerank_depth)
+
+def open_method(name: str, folder,            # a folder path, or what the method opens it into (an IndexStore, a graph)
+                reranker=None,                # a cross-encoder `Reranker` (02j_rerank) or a `LearnedRanker` (02n_ltr): a rerank stage
+                rerank_depth: int = 30,       # passages of the method's own ranking the reranker reads
+                **options) -> Method:         # the method's own, and `decompose` (True or PaperThenPassage's options): 02p_two_paper
+    "Open the method registered as `name` on its folder; a `MethodOptionError` names what was wrong."
+    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+    factory, decompose = METHODS[name], options.pop('decompose', False)
+    if not isinstance(decompose, (bool, dict)): raise MethodOptionError(f'--method {name}: decompose is true, false or an object of options, not {decompose!r}')
+    opened = factory.opens(folder) if _is_folder(folder) else folder
+    method = _with_rerank(name, factory, opened, reranker, rerank_depth, options)
+    if decompose is False: return method
+    if not hasattr(opened, 'chunks'): raise MethodOptionError(f'--method {name}: decompose splits a question over the papers of an index, and this method reads none')
+    try: return DecomposedMethod(method, **({} if decompose is True else decompose))
+    except (TypeError, ValueError) as e: raise MethodOptionError(f'--method {name}: decompose: {e}') from None
 
 def train_method(name: str, folder, **options) -> dict:
     "Run the training hook of method `name` on `folder` (its record); a method that does not learn says so."
