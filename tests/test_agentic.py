@@ -167,3 +167,20 @@ def test_real_ambiguous_names_list_candidates(real_graph, planner):
     assert any(c.startswith('Michael John Collins') for c in res.plan['candidates']) and len(res.plan['candidates']) >= 2
     res = agent.run('How many papers did Michael John Collins publish at EMNLP?')
     assert res.status == 'ok' and res.plan['query_type'] == 'aggregation' and int(res.values[0]) > 0
+
+
+def test_real_title_without_quotes_and_lower_case_name(real_graph, planner):
+    "A title written without quotes (even with a typo or a dropped word), and a person's name in lower case, link as the graph spells them."
+    from scholarqa.methods.agentic import AgenticGraphRAG, find_mentions
+    g = real_graph[0]
+    title = 'The Complexity Of Recognition Of Linguistically Adequate Dependency Grammars'
+    for q in (f'who wrote {title}?', f'who wrote {title.lower().replace("dependency", "dependancy")}?',
+              f'who wrote {title.replace(" Dependency", "")}?'):
+        papers = [m for m in find_mentions(g, q) if m.kind == 'Paper']
+        assert len(papers) == 1 and len(papers[0].candidates) == 1 and g.label('Paper', papers[0].candidates[0]) == title, (q, papers)
+    agent = AgenticGraphRAG(g, planner=planner)
+    res = agent.run(f'who wrote {title}?')
+    assert res.status == 'ok' and {g.label('Author', a) for a in res.values} >= {'Peter Neuhaus'}, res.to_json()
+    res = agent.run('how many papers did kathleen mckeown publish at ACL?')
+    same = agent.run('How many papers did Kathleen R. McKeown publish at ACL?')
+    assert res.status == 'ok' and res.plan['intent'] == 'author_venue_count' and res.values == same.values and int(res.values[0]) > 0

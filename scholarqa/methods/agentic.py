@@ -17,11 +17,12 @@ from ..generate.answer import Answer, Evidence
 from ..generate.method import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
-__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PLAN_PROMPT', 'PHRASE_PROMPT',
-           'RETRY_NOTE', 'Mention', 'similar_titles', 'find_titles', 'names_compatible', 'link_author', 'find_authors',
-           'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent', 'Plan', 'encode_query', 'Planner',
-           'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance', 'sufficiency', 'answer_claims',
-           'verify', 'join_values', 'phrase', 'fact_evidence', 'plan_record', 'closest_labels', 'llm_phrase', 'is_llm',
+__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'INTENT_ANSWERS', 'PLAN_PROMPT',
+           'PHRASE_PROMPT', 'RETRY_NOTE', 'Mention', 'similar_titles', 'find_titles', 'find_inline_titles',
+           'names_compatible', 'link_author', 'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions',
+           'masked', 'Intent', 'Plan', 'expected_answer', 'answers_fit', 'encode_query', 'Planner', 'LLMPlanner',
+           'Result', 'execute', 'match_score', 'coverage', 'relevance', 'sufficiency', 'answer_claims', 'verify',
+           'join_values', 'phrase', 'fact_evidence', 'plan_record', 'closest_labels', 'llm_phrase', 'is_llm',
            'AgenticGraphRAG', 'verbalise_facts', 'FactRAG']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
@@ -32,7 +33,7 @@ class Mention:
     text: str
     span: tuple                   # (start, end) character offsets in the question
     candidates: list = field(default_factory=list)   # node ids, best first ('Year': the year as int)
-    match: str = 'exact'          # 'exact' | 'compatible' | 'similar' | 'none'
+    match: str = 'exact'          # 'exact' | 'compatible' | 'similar' | 'inline' (an unquoted title) | 'none'
     score: float = 1.0            # linking confidence of the first candidate
 
 _QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|«([^»]{2,})»')
@@ -47,11 +48,7 @@ def _blank(text: str, spans) -> str:
 def similar_titles(graph: AcademicGraph, text: str, k: int = 5, min_ratio: float = 0.6) -> list[tuple[str, float]]:
     "Papers whose title is closest to `text` by character similarity (difflib), among those sharing one of its rarest words."
     import difflib
-    if graph._title_words is None:
-        idx = defaultdict(set)
-        for pid, a in graph.nodes['Paper'].items():
-            for w in set(fold(a.get('title', '')).split()): idx[w].add(pid)
-        graph._title_words = idx
+    _title_index(graph)
     words = sorted(set(fold(text).split()), key=lambda w: len(graph._title_words.get(w, ())) or 1e9)
     pool = set().union(*(graph._title_words.get(w, set()) for w in words[:3])) if words else set()
     target = fold(text)
@@ -69,6 +66,47 @@ def find_titles(graph: AcademicGraph, question: str) -> list[Mention]:
             sims = similar_titles(graph, text)
             out.append(Mention('Paper', text, m.span(), [i for i, _ in sims], 'similar' if sims else 'none', sims[0][1] if sims else 0.0))
     return out
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+def _title_index(graph: AcademicGraph) -> dict:
+    "folded word -> the papers whose title holds it (built once per graph)."
+    if graph._title_words is None:
+        idx = defaultdict(set)
+        for pid, a in graph.nodes['Paper'].items():
+            for w in set(fold(a.get('title', '')).split()): idx[w].add(pid)
+        graph._title_words = idx
+    return graph._title_words
+
+def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: int = 4, min_ratio: float = 0.9,
+                       margin: float = 0.02) -> list[Mention]:
+    "Titles written without quotes: a run of the question's words within a dropped word or a typo of a title of at least `min_words` words; two titles that fit equally well are both kept (ambiguous)."
+    import difflib
+    text = _blank(question, skip)
+    toks = [(fold(m.group()), m.start(), m.end()) for m in _WORD.finditer(text)]
+    toks = [t for t in toks if t[0]]
+    idx, qwords = _title_index(graph), {t[0] for t in toks}
+    hits = defaultdict(int)
+    for w in qwords:
+        if len(idx.get(w, ())) <= 2000:                      # a word in most titles says nothing about which one
+            for pid in idx.get(w, ()): hits[pid] += 1
+    found = []
+    for pid, n_shared in hits.items():
+        tw = fold(graph.label('Paper', pid)).split()
+        if len(tw) < min_words or n_shared < 0.6 * len(set(tw)): continue
+        target, best = ' '.join(tw), (0.0, None)
+        for size in (len(tw) - 1, len(tw), len(tw) + 1):
+            for i in range(0, len(toks) - size + 1):
+                if toks[i][0] not in set(tw[:2]) and toks[i + size - 1][0] not in set(tw[-2:]): continue
+                r = difflib.SequenceMatcher(None, ' '.join(t[0] for t in toks[i:i + size]), target).ratio()
+                if r > best[0]: best = (r, (toks[i][1], toks[i + size - 1][2]))
+        if best[0] >= min_ratio: found.append((best[0], best[1], pid))
+    out = []
+    for r, span, pid in sorted(found, key=lambda x: (-x[0], x[2])):
+        same = next((m for m in out if span[0] < m.span[1] and m.span[0] < span[1]), None)
+        if same is None: out.append(Mention('Paper', question[span[0]:span[1]], span, [pid], 'exact' if r == 1.0 else 'inline', r))
+        elif same.score - r <= margin and pid not in same.candidates: same.candidates.append(pid); same.match = 'inline'
+    return sorted(out, key=lambda m: m.span)
 
 def names_compatible(mention: list[str], candidate: list[str]) -> bool:
     "Same surname, the same first given name (or its initial), and every further given name of the mention met in order."
@@ -106,13 +144,23 @@ def _name_runs(text: str):
             yield i, j, run[0][1], end
 
 def find_authors(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
-    "Author names outside `skip` spans: the longest run at each position that links to at least one author."
+    "Author names outside `skip` spans: the longest capitalised run at each position that links to an author, then runs in any case that link to one."
     text, out, nxt = _blank(question, skip), [], 0
     for i, j, s, e in _name_runs(text):
         if i < nxt: continue
         m = link_author(graph, question[s:e], (s, e))
         if m.candidates: out.append(m); nxt = j
-    return out
+    text = _blank(text, [m.span for m in out])
+    toks = [(m.group(), m.start(), m.end()) for m in _NAME_TOKEN.finditer(text)]
+    i = 0
+    while i < len(toks):                                   # "kathleen mckeown": a name in any case, longest first
+        for j in range(min(len(toks), i + 4), i + 1, -1):
+            s, e = toks[i][1], toks[j - 1][2]
+            if '  ' in text[s:e] or any(w.casefold() in _OPENERS for w, _, _ in toks[i:j]): continue
+            m = link_author(graph, question[s:e], (s, e))
+            if m.candidates: out.append(m); i = j - 1; break
+        i += 1
+    return sorted(out, key=lambda m: m.span)
 
 def find_venues(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     "Venue names as whole words, longest first, none overlapping; a short name (an acronym) only as the graph spells it."
@@ -149,8 +197,9 @@ def find_unknown_names(question: str, skip=()) -> list[Mention]:
     return out
 
 def find_mentions(graph: AcademicGraph, question: str) -> list[Mention]:
-    "Every mention in a question, in order: quoted titles, then author names, venues, unknown names and years outside them."
+    "Every mention in a question, in order: quoted titles, titles without quotes, then author names, venues, unknown names and years outside them."
     ms = find_titles(graph, question)
+    ms += find_inline_titles(graph, question, [m.span for m in ms])
     for finder in (find_authors, find_venues, lambda g, q, s: find_unknown_names(q, s)):
         ms += finder(graph, question, [m.span for m in ms])
     blank = _blank(question, [m.span for m in ms])
@@ -258,11 +307,51 @@ class Plan:
     ops: list
     status: str = 'ok'            # 'ok' | 'not_found' | 'ambiguous' | 'no_plan'
     reason: str = ''
+    answer_type: str | None = None   # what the question asks for (`expected_answer`), None when its wording does not say
 
     def steps(self) -> list[str]:
         "The plan as lines a student can read."
         out = [f'lookup {m.kind} "{m.text}" -> {m.candidates[0] if m.candidates else "nothing"} ({m.match})' for m in self.mentions]
         return out + [' '.join([o['op']] + [f'{k}={v}' for k, v in o.items() if k != 'op']) for o in self.ops]
+
+INTENT_ANSWERS = {   # what each intent's result is: the answer type a question must ask for to be answered by it
+    'paper_year': 'year', 'paper_citations': 'count:citation', 'paper_identifier': 'identifier', 'paper_authors': 'person',
+    'paper_venue': 'venue', 'author_papers': 'paper', 'author_year_papers': 'paper', 'author_count': 'count:paper',
+    'author_first_year': 'year', 'author_last_year': 'year', 'author_top_venue': 'venue', 'author_venue_count': 'count:paper',
+    'venue_year_count': 'count:paper', 'author_coauthors': 'person', 'author_venues': 'venue', 'first_author_papers': 'paper',
+    'venue_coauthors': 'person'}
+
+_COUNTED = (('paper', r'papers?|publications?|works?|articles?'), ('citation', r'citations?|cites|cited'),
+            ('person', r'co-?authors?|authors?|people|persons|researchers?|collaborators?'), ('venue', r'venues?|conferences?|journals?'))
+_NOUNS = (('venue', r'venues?|conferences?|journals?'), ('paper', r'papers?|publications?|articles?|works?'),
+          ('person', r'co-?authors?|authors?|researchers?|people|persons|collaborators?'))
+
+def expected_answer(question: str) -> str | None:
+    "What a question asks for — 'year', 'identifier', 'paper', 'person', 'venue', or 'count:<what>' ('count:*' when its wording does not say) — or None."
+    q = ' '.join(re.sub(r'\[[A-Z]+\]', ' ', question).casefold().split())     # a masked question's slots say nothing
+    m = re.search(r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow often\b|\bcount(?:ed)?\b|\bsize of\b', q)
+    if m:
+        if re.search(r'\bcited\b|\bcitations?\b|\bcites?\b', q): return 'count:citation'
+        after = q[m.end():]
+        what = next((k for k, pat in _COUNTED if re.match(rf'\W*(?:\w+\W+)?(?:{pat})\b', after)), None)
+        return f'count:{what or "*"}'
+    if re.search(r'\byears?\b', q): return 'year'
+    if re.search(r'\bidentifier\b|\b(id|doi)\b', q): return 'identifier'
+    if re.match(r'\W*(who|whom)\b', q) or re.search(r'\bwith whom\b', q): return 'person'
+    if re.match(r'\W*(in what way )?when\b', q): return 'year'
+    if re.match(r'\W*where\b', q): return 'venue'
+    if re.search(r'\bwhat else\b|\bother (papers|publications|works)\b|\bwhat (did|has|have)\b.*\b(write|wrote|written|publish|published)\b', q):
+        return 'paper'
+    for t, pat in _NOUNS:                               # "which venues", "what papers": the wh-phrase names it
+        if re.search(rf'\b(?:which|what)\s+(?:\w+\s+)?(?:{pat})\b', q): return t
+    nouns = [(m.start(), t) for t, pat in _NOUNS for m in re.finditer(rf'\b(?:{pat})\b', q)]
+    return min(nouns)[1] if nouns else None             # else the first thing named: "the venues of the papers by …"
+
+def answers_fit(intent_answer: str, asked: str | None) -> bool:
+    "Whether an intent's result answers what the question asks for (a question that does not say fits every intent)."
+    if asked is None: return True
+    if asked == 'count:*': return intent_answer.startswith('count:')
+    return intent_answer == asked
 
 def encode_query(encoder, text: str) -> np.ndarray:
     "One question's vector (dim,), not cached: questions are one-off strings (an encoder without a cache flag is called plainly)."
@@ -298,18 +387,28 @@ class Planner:
         "Read the question: find and link its mentions, choose an intent, lay out its operations, say if it cannot go ahead."
         ms = find_mentions(graph, question)
         mq = masked(question, ms)
-        intent, probs, _ = self.classify(mq, tuple(sorted({m.kind for m in ms})))
+        intent, probs, best = self.classify(mq, tuple(sorted({m.kind for m in ms})))
         if intent is None:
             slots = tuple(sorted({m.kind for m in ms}))
             why = ('the planner chose none of the question types that fit ' + ' and '.join(k.lower() for k in slots)) if ms and self.fits(slots) \
                   else 'no question type takes ' + (' and '.join(k.lower() for k in slots) if ms else 'a question that names no paper, author, venue or year')
             return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why)
+        asked = expected_answer(mq)
+        if not answers_fit(INTENT_ANSWERS.get(intent, ''), asked):            # the answer type decides among the intents that fit
+            fit = [n for n in self.fits(tuple(sorted({m.kind for m in ms}))) if answers_fit(INTENT_ANSWERS.get(n, ''), asked)]
+            if not fit:
+                said = {'count:paper': 'a number of papers', 'count:citation': 'a number of citations', 'count:person': 'a number of people',
+                        'count:venue': 'a number of venues', 'count:*': 'a number'}.get(asked, f'a {asked}')
+                why = f'the question asks for {said}, and no question type over its ' \
+                      + ' and '.join(sorted({m.kind.lower() for m in ms})) + ' gives that'
+                return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why, asked)
+            intent = max(fit, key=lambda n: (best.get(n, -1.0), n))
         it = self.intents[intent]
         used = [next(m for m in ms if m.kind == k) for k in it.slots]          # one mention per slot: the first
-        plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type], [dict(o) for o in it.ops])
+        plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type], [dict(o) for o in it.ops], answer_type=asked)
         if missing := [m for m in used if not m.candidates]:
             plan.status, plan.reason = 'not_found', '; '.join(f'no {m.kind.lower()} named "{m.text}" in the graph' for m in missing)
-        elif amb := [m for m in used if m.kind != 'Year' and m.match in ('exact', 'compatible') and len(m.candidates) > 1]:
+        elif amb := [m for m in used if m.kind != 'Year' and m.match in ('exact', 'compatible', 'inline') and len(m.candidates) > 1]:
             plan.status, plan.reason = 'ambiguous', '; '.join(f'"{m.text}" fits {len(m.candidates)} {m.kind.lower()}s' for m in amb)
         return plan
 
