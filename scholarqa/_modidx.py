@@ -556,6 +556,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'scholarqa/generate/method.py'),
                                            'scholarqa.generate.method.default_method': ( 'method.html#default_method',
                                                                                          'scholarqa/generate/method.py'),
+                                           'scholarqa.generate.method.default_options': ( 'method.html#default_options',
+                                                                                          'scholarqa/generate/method.py'),
                                            'scholarqa.generate.method.load_methods': ( 'method.html#load_methods',
                                                                                        'scholarqa/generate/method.py'),
                                            'scholarqa.generate.method.method_backend': ( 'method.html#method_backend',
