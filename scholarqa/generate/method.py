@@ -82,6 +82,7 @@ class DecomposedMethod:
         from scholarqa.retrieval.decompose import PaperThenPassage
         self.method, self.papers = method, PaperThenPassage(method, **options)
         self.name, self.encoder = f"{getattr(method, 'name', 'method')}+papers", getattr(method, 'encoder', None)
+        self.reranker = getattr(method, 'reranker', None)     # a rerank stage inside stays visible (`ask --json`'s "rerank")
     def __repr__(self): return f'DecomposedMethod({self.method!r}, {self.papers!r})'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.papers.retrieve(question, k)
 

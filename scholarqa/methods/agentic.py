@@ -14,16 +14,16 @@ import numpy as np
 
 from ..kg.academic import GRAPH_FILE, SOURCE_ID_KEY, AcademicGraph, fold, load_graph, name_tokens
 from ..generate.answer import Answer, Evidence
+from ..kg.answers import INTENT_ANSWERS, answers_fit, expected_answer
 from ..generate.method import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
-__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'INTENT_ANSWERS', 'PLAN_PROMPT',
-           'PHRASE_PROMPT', 'RETRY_NOTE', 'Mention', 'similar_titles', 'find_titles', 'find_inline_titles',
-           'names_compatible', 'link_author', 'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions',
-           'masked', 'Intent', 'Plan', 'expected_answer', 'answers_fit', 'encode_query', 'Planner', 'LLMPlanner',
-           'Result', 'execute', 'match_score', 'coverage', 'relevance', 'sufficiency', 'answer_claims', 'verify',
-           'join_values', 'phrase', 'fact_evidence', 'plan_record', 'closest_labels', 'llm_phrase', 'is_llm',
-           'AgenticGraphRAG', 'verbalise_facts', 'FactRAG']
+__all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PLAN_PROMPT', 'PHRASE_PROMPT',
+           'RETRY_NOTE', 'Mention', 'similar_titles', 'find_titles', 'find_inline_titles', 'names_compatible',
+           'link_author', 'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent',
+           'Plan', 'encode_query', 'Planner', 'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance',
+           'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'fact_evidence', 'plan_record',
+           'closest_labels', 'llm_phrase', 'is_llm', 'AgenticGraphRAG', 'verbalise_facts', 'FactRAG']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -313,45 +313,6 @@ class Plan:
         "The plan as lines a student can read."
         out = [f'lookup {m.kind} "{m.text}" -> {m.candidates[0] if m.candidates else "nothing"} ({m.match})' for m in self.mentions]
         return out + [' '.join([o['op']] + [f'{k}={v}' for k, v in o.items() if k != 'op']) for o in self.ops]
-
-INTENT_ANSWERS = {   # what each intent's result is: the answer type a question must ask for to be answered by it
-    'paper_year': 'year', 'paper_citations': 'count:citation', 'paper_identifier': 'identifier', 'paper_authors': 'person',
-    'paper_venue': 'venue', 'author_papers': 'paper', 'author_year_papers': 'paper', 'author_count': 'count:paper',
-    'author_first_year': 'year', 'author_last_year': 'year', 'author_top_venue': 'venue', 'author_venue_count': 'count:paper',
-    'venue_year_count': 'count:paper', 'author_coauthors': 'person', 'author_venues': 'venue', 'first_author_papers': 'paper',
-    'venue_coauthors': 'person'}
-
-_COUNTED = (('paper', r'papers?|publications?|works?|articles?'), ('citation', r'citations?|cites|cited'),
-            ('person', r'co-?authors?|authors?|people|persons|researchers?|collaborators?'), ('venue', r'venues?|conferences?|journals?'))
-_NOUNS = (('venue', r'venues?|conferences?|journals?'), ('paper', r'papers?|publications?|articles?|works?'),
-          ('person', r'co-?authors?|authors?|researchers?|people|persons|collaborators?'))
-
-def expected_answer(question: str) -> str | None:
-    "What a question asks for — 'year', 'identifier', 'paper', 'person', 'venue', or 'count:<what>' ('count:*' when its wording does not say) — or None."
-    q = ' '.join(re.sub(r'\[[A-Z]+\]', ' ', question).casefold().split())     # a masked question's slots say nothing
-    m = re.search(r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow often\b|\bcount(?:ed)?\b|\bsize of\b', q)
-    if m:
-        if re.search(r'\bcited\b|\bcitations?\b|\bcites?\b', q): return 'count:citation'
-        after = q[m.end():]
-        what = next((k for k, pat in _COUNTED if re.match(rf'\W*(?:\w+\W+)?(?:{pat})\b', after)), None)
-        return f'count:{what or "*"}'
-    if re.search(r'\byears?\b', q): return 'year'
-    if re.search(r'\bidentifier\b|\b(id|doi)\b', q): return 'identifier'
-    if re.match(r'\W*(who|whom)\b', q) or re.search(r'\bwith whom\b', q): return 'person'
-    if re.match(r'\W*(in what way )?when\b', q): return 'year'
-    if re.match(r'\W*where\b', q): return 'venue'
-    if re.search(r'\bwhat else\b|\bother (papers|publications|works)\b|\bwhat (did|has|have)\b.*\b(write|wrote|written|publish|published)\b', q):
-        return 'paper'
-    for t, pat in _NOUNS:                               # "which venues", "what papers": the wh-phrase names it
-        if re.search(rf'\b(?:which|what)\s+(?:\w+\s+)?(?:{pat})\b', q): return t
-    nouns = [(m.start(), t) for t, pat in _NOUNS for m in re.finditer(rf'\b(?:{pat})\b', q)]
-    return min(nouns)[1] if nouns else None             # else the first thing named: "the venues of the papers by …"
-
-def answers_fit(intent_answer: str, asked: str | None) -> bool:
-    "Whether an intent's result answers what the question asks for (a question that does not say fits every intent)."
-    if asked is None: return True
-    if asked == 'count:*': return intent_answer.startswith('count:')
-    return intent_answer == asked
 
 def encode_query(encoder, text: str) -> np.ndarray:
     "One question's vector (dim,), not cached: questions are one-off strings (an encoder without a cache flag is called plainly)."
