@@ -106,7 +106,7 @@ class DecomposedMethod:
 
 def _is_folder(x) -> bool: return isinstance(x, (str, os.PathLike))
 
-DECOMPOSE_DEFAULTS = {'retrieve': {'paper_query': 'sub', 'how': 'max'}}   # the methods whose decomposition passed 02q's dev rule
+DECOMPOSE_DEFAULTS = {}   # method -> decomposition options it opens with on the command line (none yet: see below)
 
 def default_options(name: str) -> dict:
     "The options `scholarqa ask` and `eval` open method `name` with unless told otherwise: decomposition where it won on dev."

@@ -11,7 +11,8 @@ from .base import Hit, Retriever
 
 # %% auto #0
 __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_STARTS', 'SHAPES', 'BACK_REFERENCES',
-           'PAPER_AGGREGATES', 'Decomposition', 'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage']
+           'MAX_QUESTION_CHARS', 'PAPER_AGGREGATES', 'Decomposition', 'decompose', 'paper_ranking', 'budget_split',
+           'PaperThenPassage']
 
 # %% ../../nbs/02p_two_paper.ipynb #28081d0f
 PAPER_WORDS = frozenset({'paper', 'papers', 'study', 'studies', 'thesis', 'article', 'work', 'survey', 'review', 'preprint',
@@ -117,8 +118,11 @@ def _clauses(doc, toks):
     return None
 
 # %% ../../nbs/02p_two_paper.ipynb #3b09489e
+MAX_QUESTION_CHARS = 1000
+
 def decompose(question: str, nlp=None) -> Decomposition | None:
     "The question split into one sub-question per paper it asks about, or None when it asks about one (or none)."
+    if len(question) > MAX_QUESTION_CHARS: return None    # a pasted document is not a question about two papers
     nlp = nlp or load_spacy()
     doc = nlp(question)
     toks = list(doc)
