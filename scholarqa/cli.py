@@ -454,7 +454,7 @@ def _method_backend(args, method):
 
 def _open_cli_method(cmd: str, name: str, folder, options: dict, args):
     "(method, None) or (None, error message): open a registered method on its folder with the command line's options."
-    from scholarqa.generate.method import MethodOptionError, default_options, open_method
+    from scholarqa.generate.method import MethodOptionError, open_method
     from scholarqa.generate.method import METHODS
     failed = load_methods()
     if name not in METHODS and name in failed:
@@ -463,7 +463,7 @@ def _open_cli_method(cmd: str, name: str, folder, options: dict, args):
     reranker, err = _load_reranker(args, cmd, name if args.retriever in (None, 'hybrid') else None)
     if err: return None, err
     given = {k: v for k, v in (('retriever', args.retriever), ('mode', args.mode), ('max_tokens', args.max_tokens)) if v is not None}
-    try: return open_method(name, folder, reranker=reranker, rerank_depth=args.rerank_depth, **{**default_options(name), **given, **options}), None
+    try: return open_method(name, folder, reranker=reranker, rerank_depth=args.rerank_depth, **{**given, **options}), None
     except (MethodOptionError, FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
 
 def _papers_of(folder) -> dict:

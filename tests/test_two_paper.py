@@ -70,12 +70,3 @@ def test_cli_ask_decompose_cites_both_papers(demo_cli_copy, tmp_path):
     r = _run('ask', tmp_path / 'index', DEMO_TWO, '-o', 'decompose="yes"', '--json')
     assert r.returncode == 2 and 'decompose is true, false or an object' in r.stderr
 
-
-def test_defaults_are_the_committed_dev_choice():
-    "Decomposition is a method's command-line default only where 02q's full run says it passed the dev rule, with its variant."
-    import pandas as pd
-    from scholarqa.generate.method import DECOMPOSE_DEFAULTS
-    choice = pd.read_csv(ROOT / 'outputs' / '02_index' / 'two_paper_dev_choice.csv')
-    won = choice[choice['becomes the default']]
-    allowed = {m: dict(zip(['paper_query', 'how'], v.split('/'))) for m, v in zip(won['method'], won['chosen variant'])}
-    assert allowed and all(allowed.get(m) == opts for m, opts in DECOMPOSE_DEFAULTS.items())

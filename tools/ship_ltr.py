@@ -7,11 +7,13 @@ checks that the package's copies are the committed run's files byte for byte.
 import shutil, sys, tempfile
 from pathlib import Path
 
+from scholarqa.retrieval.ltr import LTR_MODEL, LTR_RECORD
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / 'outputs' / '02_index'
 TARGET = ROOT / 'scholarqa' / 'data' / 'ltr'
 FIRST_STAGES = ('retrieve', 'structrag')
-FILES = ('ltr.json', 'ltr_model.txt')
+FILES = (LTR_RECORD, LTR_MODEL)
 
 def main() -> int:
     TARGET.mkdir(parents=True, exist_ok=True)

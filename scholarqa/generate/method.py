@@ -12,10 +12,10 @@ from .backends import Backend, BackendError, GenParams, make_backend
 from .answer import Answer, Evidence, Generator, evidence_labels
 
 # %% auto #0
-__all__ = ['METHODS', 'DECOMPOSE_DEFAULTS', 'Method', 'MethodOptionError', 'open_index', 'register_method', 'check_options',
-           'method_backend', 'RerankedMethod', 'DecomposedMethod', 'default_options', 'open_method', 'train_method',
-           'default_method', 'answerability_encoder', 'ask', 'GeneratorAnswer', 'RetrieverMethod', 'method_modules',
-           'load_methods', 'method_option_names']
+__all__ = ['METHODS', 'Method', 'MethodOptionError', 'open_index', 'register_method', 'check_options', 'method_backend',
+           'RerankedMethod', 'DecomposedMethod', 'open_method', 'train_method', 'default_method',
+           'answerability_encoder', 'ask', 'GeneratorAnswer', 'RetrieverMethod', 'method_modules', 'load_methods',
+           'method_option_names']
 
 # %% ../../nbs/03d_method.ipynb #3dfb2251
 @runtime_checkable
@@ -105,12 +105,6 @@ class DecomposedMethod:
                       method=self.name)
 
 def _is_folder(x) -> bool: return isinstance(x, (str, os.PathLike))
-
-DECOMPOSE_DEFAULTS = {}   # method -> decomposition options it opens with on the command line (none yet: see below)
-
-def default_options(name: str) -> dict:
-    "The options `scholarqa ask` and `eval` open method `name` with unless told otherwise: decomposition where it won on dev."
-    return {'decompose': dict(DECOMPOSE_DEFAULTS[name])} if name in DECOMPOSE_DEFAULTS else {}
 
 def _with_rerank(name, factory, opened, reranker, rerank_depth: int, options: dict):
     "The method `factory` makes of `opened`, with the rerank stage where one is given."

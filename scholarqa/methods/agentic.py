@@ -14,7 +14,7 @@ import numpy as np
 
 from ..kg.academic import GRAPH_FILE, SOURCE_ID_KEY, AcademicGraph, fold, load_graph, name_tokens
 from ..generate.answer import Answer, Evidence
-from ..kg.answers import INTENT_ANSWERS, answers_fit, expected_answer
+from ..kg.answers import answers_fit, expected_answer
 from ..generate.method import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
@@ -231,6 +231,7 @@ class Intent:
     template: str                 # the answer: {PAPER} {AUTHOR} {VENUE} {YEAR} and {values}
     prototypes: tuple             # masked phrasings the classifier compares a question with
     cues: str = ''                # a regex of words that single this intent out among those with the same slots
+    answers: str = ''             # what its result is, in 08c's answer types: 'year', 'person', 'count:paper', …
 
     def hops(self) -> int:
         "Relation steps the plan takes: traversals, and filters that test an edge."
@@ -263,32 +264,32 @@ CUES = {   # the words that tell two intents with the same slots apart where sen
 }
 CUE_BONUS = 0.1   # added to an intent's prototype similarity when one of its cue words is in the question
 
-def _intent(name, type, slots, ops, template): return Intent(name, type, slots, ops, template, PROTOTYPES[name], CUES.get(name, ''))
+def _intent(name, type, answers, slots, ops, template): return Intent(name, type, slots, ops, template, PROTOTYPES[name], CUES.get(name, ''), answers)
 
 INTENTS = {i.name: i for i in [
-    _intent('paper_year', 'attribute', ('Paper',), (_op('attr', name='year'),), '{PAPER} was published in {values}.'),
-    _intent('paper_citations', 'attribute', ('Paper',), (_op('attr', name='cited_by_count'),), 'The citation count of {PAPER} is {values}.'),
-    _intent('paper_identifier', 'attribute', ('Paper',), (_op('attr', name='source_id'),), 'The identifier of {PAPER} is {values}.'),
-    _intent('paper_authors', 'relation', ('Paper',), (_AUTHORS_IN,), '{PAPER} was written by {values}.'),
-    _intent('paper_venue', 'relation', ('Paper',), (_VENUE_OUT,), '{PAPER} was published at {values}.'),
-    _intent('author_papers', 'relation', ('Author',), (_WRITES_OUT,), '{AUTHOR} wrote {values}.'),
-    _intent('author_year_papers', 'relation', ('Author', 'Year'), (_WRITES_OUT, _op('filter', attr='year', slot='Year')),
+    _intent('paper_year', 'attribute', 'year', ('Paper',), (_op('attr', name='year'),), '{PAPER} was published in {values}.'),
+    _intent('paper_citations', 'attribute', 'count:citation', ('Paper',), (_op('attr', name='cited_by_count'),), 'The citation count of {PAPER} is {values}.'),
+    _intent('paper_identifier', 'attribute', 'identifier', ('Paper',), (_op('attr', name='source_id'),), 'The identifier of {PAPER} is {values}.'),
+    _intent('paper_authors', 'relation', 'person', ('Paper',), (_AUTHORS_IN,), '{PAPER} was written by {values}.'),
+    _intent('paper_venue', 'relation', 'venue', ('Paper',), (_VENUE_OUT,), '{PAPER} was published at {values}.'),
+    _intent('author_papers', 'relation', 'paper', ('Author',), (_WRITES_OUT,), '{AUTHOR} wrote {values}.'),
+    _intent('author_year_papers', 'relation', 'paper', ('Author', 'Year'), (_WRITES_OUT, _op('filter', attr='year', slot='Year')),
             'In {YEAR}, {AUTHOR} published {values}.'),
-    _intent('author_count', 'aggregation', ('Author',), (_WRITES_OUT, _op('count')), 'The number of papers by {AUTHOR} is {values}.'),
-    _intent('author_first_year', 'aggregation', ('Author',), (_WRITES_OUT, _op('min', attr='year')), "{AUTHOR}'s first paper appeared in {values}."),
-    _intent('author_last_year', 'aggregation', ('Author',), (_WRITES_OUT, _op('max', attr='year')), "{AUTHOR}'s latest paper appeared in {values}."),
-    _intent('author_top_venue', 'aggregation', ('Author',), (_WRITES_OUT, _VENUE_OUT, _op('argmax')), '{AUTHOR} published most often at {values}.'),
-    _intent('author_venue_count', 'aggregation', ('Author', 'Venue'), (_WRITES_OUT, _op('filter', rel='published_in', slot='Venue'), _op('count')),
+    _intent('author_count', 'aggregation', 'count:paper', ('Author',), (_WRITES_OUT, _op('count')), 'The number of papers by {AUTHOR} is {values}.'),
+    _intent('author_first_year', 'aggregation', 'year', ('Author',), (_WRITES_OUT, _op('min', attr='year')), "{AUTHOR}'s first paper appeared in {values}."),
+    _intent('author_last_year', 'aggregation', 'year', ('Author',), (_WRITES_OUT, _op('max', attr='year')), "{AUTHOR}'s latest paper appeared in {values}."),
+    _intent('author_top_venue', 'aggregation', 'venue', ('Author',), (_WRITES_OUT, _VENUE_OUT, _op('argmax')), '{AUTHOR} published most often at {values}.'),
+    _intent('author_venue_count', 'aggregation', 'count:paper', ('Author', 'Venue'), (_WRITES_OUT, _op('filter', rel='published_in', slot='Venue'), _op('count')),
             'The number of papers by {AUTHOR} at {VENUE} is {values}.'),
-    _intent('venue_year_count', 'aggregation', ('Venue', 'Year'),
+    _intent('venue_year_count', 'aggregation', 'count:paper', ('Venue', 'Year'),
             (_op('traverse', rel='published_in', to='Paper'), _op('filter', attr='year', slot='Year'), _op('count')),
             'The number of papers at {VENUE} in {YEAR} is {values}.'),
-    _intent('author_coauthors', 'multihop', ('Author',), (_WRITES_OUT, _AUTHORS_IN, _op('exclude', slot='Author')), "{AUTHOR}'s co-authors are {values}."),
-    _intent('author_venues', 'multihop', ('Author',), (_WRITES_OUT, _VENUE_OUT), '{AUTHOR} has published at {values}.'),
-    _intent('first_author_papers', 'multihop', ('Paper',),
+    _intent('author_coauthors', 'multihop', 'person', ('Author',), (_WRITES_OUT, _AUTHORS_IN, _op('exclude', slot='Author')), "{AUTHOR}'s co-authors are {values}."),
+    _intent('author_venues', 'multihop', 'venue', ('Author',), (_WRITES_OUT, _VENUE_OUT), '{AUTHOR} has published at {values}.'),
+    _intent('first_author_papers', 'multihop', 'paper', ('Paper',),
             (_op('traverse', rel='writes', to='Author', position=1), _WRITES_OUT, _op('exclude', slot='Paper')),
             'The first author of {PAPER} also wrote {values}.'),
-    _intent('venue_coauthors', 'multihop', ('Author', 'Venue'),
+    _intent('venue_coauthors', 'multihop', 'person', ('Author', 'Venue'),
             (_WRITES_OUT, _op('filter', rel='published_in', slot='Venue'), _AUTHORS_IN, _op('exclude', slot='Author')),
             "{AUTHOR}'s co-authors at {VENUE} are {values}."),
 ]}
@@ -355,8 +356,8 @@ class Planner:
                   else 'no question type takes ' + (' and '.join(k.lower() for k in slots) if ms else 'a question that names no paper, author, venue or year')
             return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why)
         asked = expected_answer(mq)
-        if not answers_fit(INTENT_ANSWERS.get(intent, ''), asked):            # the answer type decides among the intents that fit
-            fit = [n for n in self.fits(tuple(sorted({m.kind for m in ms}))) if answers_fit(INTENT_ANSWERS.get(n, ''), asked)]
+        if not answers_fit(self.intents[intent].answers, asked):            # the answer type decides among the intents that fit
+            fit = [n for n in self.fits(tuple(sorted({m.kind for m in ms}))) if answers_fit(self.intents[n].answers, asked)]
             if not fit:
                 said = {'count:paper': 'a number of papers', 'count:citation': 'a number of citations', 'count:person': 'a number of people',
                         'count:venue': 'a number of venues', 'count:*': 'a number'}.get(asked, f'a {asked}')

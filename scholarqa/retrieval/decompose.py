@@ -188,20 +188,24 @@ class PaperThenPassage(Retriever):
             first, int(depth), int(passage_depth), paper_query, how, int(apart), nlp
         self.name = f"{getattr(first, 'name', 'retriever')}+papers"
         self.last, self.last_papers = None, []   # the last question's Decomposition (None: passed through) and chosen papers
+        self._kept = {}                          # (text, n) -> the first stage's hits, for the question being answered
     def __repr__(self): return (f'PaperThenPassage({self.first!r}, depth={self.depth}, passage_depth={self.passage_depth}, '
-                                f'paper_query={self.paper_query!r}, how={self.how!r})')
+                                f'paper_query={self.paper_query!r}, how={self.how!r}, apart={self.apart})')
 
     @property
     def nlp(self):
         if self._nlp is None: self._nlp = load_spacy()
         return self._nlp
 
+    def _fetch(self, text: str, n: int) -> list:
+        "The first stage's top n for `text`, retrieved once per question: the parts of a coordination share their passage query."
+        if (text, n) not in self._kept: self._kept[(text, n)] = list(self.first.retrieve(text, n))
+        return self._kept[(text, n)]
+
     def choose_papers(self, d: Decomposition) -> list | None:
         "Each part's paper; None when a shape that does not name two papers (clauses, compare) lands twice on one paper."
-        ranked = []
-        for part, sub in zip(d.parts, d.sub_questions):
-            pool = self.first.retrieve(part if self.paper_query == 'part' else sub, self.depth)
-            ranked.append(paper_ranking(pool, self.how))
+        ranked = [paper_ranking(self._fetch(part if self.paper_query == 'part' else sub, self.depth), self.how)
+                  for part, sub in zip(d.parts, d.sub_questions)]
         if d.shape in ('clauses', 'compare'):       # the parts name no paper: split only when they clearly point at two
             tops = [r[0] if r else None for r in ranked]
             apart = None not in tops and all(t not in r[:self.apart] for t in tops for r in ranked if r[0] != t)
@@ -212,12 +216,12 @@ class PaperThenPassage(Retriever):
 
     def per_paper(self, question: str, k: int = 5):
         "(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none left) and its passages there."
-        d = decompose(question, self.nlp)
+        d, self._kept = decompose(question, self.nlp), {}
         papers = self.choose_papers(d) if d is not None else None
         if papers is None: return None, []
         out = []
         for paper, query, share in zip(papers, d.passage_queries, budget_split(k, len(papers))):
-            own = [h for h in self.first.retrieve(query, self.passage_depth) if h.chunk.paper_id == paper] if paper else []
+            own = [h for h in self._fetch(query, self.passage_depth) if h.chunk.paper_id == paper] if paper else []
             out.append((paper, own[:share]))
         return d, out
 
