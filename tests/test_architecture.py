@@ -146,18 +146,14 @@ def test_no_module_knows_another_methods_hit_fields():
     assert not bad, f'modules naming another method\'s hit fields: {bad}'
 
 @pytest.fixture(scope='module')
-def demo_folders(tmp_path_factory):
+def demo_folders(tmp_path_factory, demo_cli_copy):
     "The demo corpus as every method reads it: an index (with a tiny LeSeGR inside), a graph folder, a multi-channel model."
-    from scholarqa.datasets import demo_dir, load_dataset
-    from scholarqa.retrieval.store import build_index
     from scholarqa.kg.academic import build_graph_folder
     from scholarqa.generate.method import load_methods, train_method
     load_methods()
-    from scholarqa.ingest import Corpus, ingest
-    d = tmp_path_factory.mktemp('shape')
-    ingest([demo_dir()], d / 'corpus', progress=False)
+    from scholarqa.ingest import Corpus
+    d = demo_cli_copy(tmp_path_factory.mktemp('shape'))[0]                # `scholarqa ingest` + `index` (tests/conftest.py)
     papers = list(Corpus.load(d / 'corpus'))
-    build_index(papers, d / 'index').record_corpus_dir(d / 'corpus')      # as `scholarqa index` does: LeSeGR reads its papers
     build_graph_folder(d / 'graph', demo=True)
     train_method('lesegr', d / 'index', pseudo=32, epochs=1)
     train_method('multichannel', d / 'mc', dataset='demo', ge_epochs=2, epochs=1, max_seq_length=64, progress=False)

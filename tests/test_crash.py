@@ -40,7 +40,7 @@ def _consistent(s) -> None:
 @pytest.mark.slow
 def test_index_kill_9_then_repair(tmp_path, variant_papers, tally):
     src, corpus, index = tmp_path / 'src', tmp_path / 'corpus', tmp_path / 'index'
-    files = variant_papers(src, 24)
+    files = variant_papers(src, 12)
     _run('ingest', src, '--out', corpus)
     _run('index', corpus, '--out', index)                           # the index the rounds start from
     rng = random.Random(20)
@@ -82,7 +82,7 @@ def test_index_kill_9_then_repair(tmp_path, variant_papers, tally):
     left = sorted(p.name for p in index.iterdir() if p.name.startswith('state-'))
     assert left == [got.meta['generation']], f'unfinished generations left behind: {left}'
     assert not list(index.rglob('*.tmp'))
-    tally('kill -9 anywhere', f'index of 24 papers, 6 edited a round: {ROUNDS} rounds, {kills} killed, the folder old '
+    tally('kill -9 anywhere', f'index of {len(files)} papers, 6 edited a round: {ROUNDS} rounds, {kills} killed, the folder old '
           f'{states["old"]} times and new {states["new"]} times; then repaired by a re-run', rounds=ROUNDS, kills=kills, **states)
 
 

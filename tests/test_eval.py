@@ -3,15 +3,12 @@ malformed question line reported by its number while the rest still run, the sam
 second run served from its cache."""
 import json
 import pytest
-from cli_run import DEMO, cli
+from cli_run import cli
 
 @pytest.fixture(scope='module')
-def demo(tmp_path_factory):
-    "An ingested and indexed demo corpus, and its question file with one malformed line (line 4)."
-    d = tmp_path_factory.mktemp('eval')
-    assert cli('ingest', DEMO, '--out', d / 'corpus', '--json').returncode == 0
-    r = cli('index', d / 'corpus', '--out', d / 'index', '--json')
-    assert r.returncode == 0, r.stderr
+def demo(tmp_path_factory, demo_cli_copy):
+    "An ingested and indexed demo corpus (tests/conftest.py), and its question file with one malformed line (line 4)."
+    d = demo_cli_copy(tmp_path_factory.mktemp('eval'))[0]
     from scholarqa.compare import demo_questions
     from scholarqa.ingest import Corpus
     qs = demo_questions(list(Corpus.load(d / 'corpus')))

@@ -1,6 +1,6 @@
 """Questions across two papers (02p_two_paper): the decomposer on coordinated and non-coordinated questions, the per-paper
-budget on the demo index, and `scholarqa ask -o decompose=true` returning passages from both papers and an answer citing
-both."""
+budget on the demo index, `scholarqa ask` (where decomposition is the default) returning passages from both papers and an
+answer citing both, and the registry's defaults held to the committed dev choice."""
 import json, os, subprocess, sys
 from pathlib import Path
 
@@ -13,6 +13,7 @@ BIN = Path(sys.executable).parent / 'scholarqa'
 # a question about the demo corpus's dense dual-encoder paper (whitford2019scide) and its source-diversity paper (pryce2022diversity)
 DEMO_TWO = ('How much memory does compressing stored vectors save in the dense dual encoder paper, and how is the spread of '
             'the top passages over sources measured in the source-diversity paper?')
+DEMO_EACH = 'How do the dense dual encoder paper and the source-diversity paper each measure retrieval quality?'
 
 
 def _run(*args):
@@ -53,20 +54,43 @@ def test_budget_is_shared_between_the_papers(demo_cli_copy, tmp_path):
 
 
 def test_cli_ask_decompose_cites_both_papers(demo_cli_copy, tmp_path):
+    from scholarqa.ingest import Corpus
     demo_cli_copy(tmp_path)
-    r = _run('ask', tmp_path / 'index', DEMO_TWO, '-o', 'decompose=true', '--json', '--min-answerability', 0)
+    r = _run('ask', tmp_path / 'index', DEMO_EACH, '--json')                # the default method, the default refusal threshold
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
+    assert res['status'] == 'ok', (res['status'], res['status_reason'])
     dec = res['plan']['decomposition']
-    assert len(dec['parts']) == 2 and len(set(dec['papers'])) == 2
+    assert dec['parts'] == ['the dense dual encoder paper', 'the source-diversity paper'] and len(set(dec['papers'])) == 2
+    titles = [Corpus.load(tmp_path / 'corpus').papers[p].title for p in dec['papers']]
+    assert 'Dense Dual Encoders' in titles[0] and 'Source-Diverse' in titles[1], titles   # each part found its own paper
     assert {h['paper_id'] for h in res['hits']} == set(dec['papers'])
     assert {c['paper_id'] for c in res['citations']} == set(dec['papers']), res['citations']   # the answer cites both papers
     assert all(part in res['answer'] for part in dec['parts'])
-    r = _run('ask', tmp_path / 'index', 'How much memory does compressing the stored passage vectors save?', '-o', 'decompose=true',
-             '--json', '--min-answerability', 0)
+    parts = res['answerability']['parts']                                  # the refusal decision, made part by part
+    assert [p['question'] for p in parts] == dec['sub_questions'] and all(p['answerable'] for p in parts)
+    r = _run('ask', tmp_path / 'index', DEMO_TWO, '--json', '--min-answerability', 0)
+    assert r.returncode == 0 and len(set(json.loads(r.stdout)['plan']['decomposition']['papers'])) == 2   # the separate shape
+    r = _run('ask', tmp_path / 'index', 'How much memory does compressing the stored passage vectors save?', '--json',
+             '--min-answerability', 0)
     assert r.returncode == 0 and json.loads(r.stdout)['plan'] is None      # one paper: passed through
     r = _run('ask', tmp_path / 'index', DEMO_TWO, '-o', 'decompose=false', '--json', '--min-answerability', 0)
     assert r.returncode == 0 and json.loads(r.stdout)['plan'] is None      # switched off
     r = _run('ask', tmp_path / 'index', DEMO_TWO, '-o', 'decompose="yes"', '--json')
     assert r.returncode == 2 and 'decompose is true, false or an object' in r.stderr
 
+
+
+def test_defaults_are_the_committed_dev_choice():
+    "A method decomposes by default exactly when 02q's dev rule passed behind it, with the variant dev chose."
+    import csv, inspect
+    from scholarqa.generate.method import METHODS, load_methods
+    load_methods()
+    rows = list(csv.DictReader(open(ROOT / 'outputs' / '02_index' / 'two_paper_dev_choice.csv', encoding='utf-8')))
+    assert rows and {r['method'] for r in rows} <= set(METHODS)
+    sig = inspect.signature(PaperThenPassage).parameters
+    for r in rows:
+        assert METHODS[r['method']].decompose == (r['passes the rule'] == 'True'), r
+        if METHODS[r['method']].decompose:
+            assert r['chosen variant'] == f"{sig['paper_query'].default}/{sig['how'].default}", r
+    assert {n for n, f in METHODS.items() if f.decompose} <= {r['method'] for r in rows}   # no default without a dev row

@@ -39,14 +39,15 @@ def open_index(folder):
 def register_method(name: str, help: str = '',
                     opens=None,               # folder -> what the factory takes (default: `open_index`)
                     marker: str | None = None,  # a file whose presence makes this the folder's default method
-                    train=None):              # train(folder, **options) -> record, for the methods that learn
+                    train=None,               # train(folder, **options) -> record, for the methods that learn
+                    decompose: bool = False): # several-paper questions paper by paper unless `decompose=False` is given
     "Decorator: register `factory(opened, **options) -> Method` under `name` (for the command line and the evaluation harness)."
     def deco(factory):
         have = METHODS.get(name)
         if have is not None and have.__qualname__ != factory.__qualname__:   # the same definition run again replaces
             raise ValueError(f'method {name!r} is already registered by {have.__module__}.{have.__qualname__}')
         factory.help = help or (factory.__doc__ or '').strip()
-        factory.opens, factory.marker, factory.train = opens or open_index, marker, train
+        factory.opens, factory.marker, factory.train, factory.decompose = opens or open_index, marker, train, bool(decompose)
         METHODS[name] = factory
         return factory
     return deco
@@ -85,6 +86,18 @@ class DecomposedMethod:
         self.reranker = getattr(method, 'reranker', None)     # a rerank stage inside stays visible (`ask --json`'s "rerank")
     def __repr__(self): return f'DecomposedMethod({self.method!r}, {self.papers!r})'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.papers.retrieve(question, k)
+
+    def answerability(self, question: str, hits, threshold: float | None = None) -> dict:
+        "03e's decision for each paper's sub-question on that paper's passages; answerable when every part is (the lowest score shown)."
+        from scholarqa.generate.refuse import decide
+        d, hits, enc = self.papers.last, list(hits), answerability_encoder(self.method)
+        parts = [] if d is None or d.question != question else \
+            [(sub, own) for sub, paper in zip(d.sub_questions, self.papers.last_papers) if (own := [h for h in hits if h.chunk.paper_id == paper])]
+        if not parts: return decide(question, hits, enc, threshold=threshold)
+        each = [decide(sub, own, enc, threshold=threshold) for sub, own in parts]
+        worst = min(each, key=lambda x: x['score'])
+        return {**worst, 'answerable': all(x['answerable'] for x in each),
+                'parts': [{'question': sub, 'answerable': x['answerable'], 'score': x['score']} for (sub, _), x in zip(parts, each)]}
 
     def answer(self, question: str, hits, backend) -> Answer:
         "One answer per paper — the method's own, to that paper's sub-question from that paper's passages — joined."
@@ -125,11 +138,12 @@ def open_method(name: str, folder,            # a folder path, or what the metho
                 **options) -> Method:         # the method's own, and `decompose` (True or PaperThenPassage's options): 02p_two_paper
     "Open the method registered as `name` on its folder; a `MethodOptionError` names what was wrong."
     if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
-    factory, decompose = METHODS[name], options.pop('decompose', False)
+    factory, asked = METHODS[name], 'decompose' in options
+    decompose = options.pop('decompose', factory.decompose)
     if not isinstance(decompose, (bool, dict)): raise MethodOptionError(f'--method {name}: decompose is true, false or an object of options, not {decompose!r}')
     opened = factory.opens(folder) if _is_folder(folder) else folder
     method = _with_rerank(name, factory, opened, reranker, rerank_depth, options)
-    if decompose is False: return method
+    if decompose is False or (not asked and not hasattr(opened, 'chunks')): return method
     if not hasattr(opened, 'chunks'): raise MethodOptionError(f'--method {name}: decompose splits a question over the papers of an index, and this method reads none')
     try: return DecomposedMethod(method, **({} if decompose is True else decompose))
     except (TypeError, ValueError) as e: raise MethodOptionError(f'--method {name}: decompose: {e}') from None
@@ -165,7 +179,8 @@ def ask(method, question: str, k: int = 5, backend=None,
     decision = None
     if min_answerability != 0 and evidence and all(isinstance(e, Hit) for e in evidence):   # passages: a text method
         from scholarqa.generate.refuse import decide, refusal_answer      # 03e builds the decision on this notebook's protocol
-        decision = decide(question, evidence, answerability_encoder(method), threshold=min_answerability)
+        decision = method.answerability(question, evidence, min_answerability) if hasattr(method, 'answerability') else \
+            decide(question, evidence, answerability_encoder(method), threshold=min_answerability)   # a method may judge by parts
     t2 = time.perf_counter()
     if decision and not decision['answerable']: ans = refusal_answer(question, evidence, decision, getattr(method, 'name', ''))
     else: ans = method.answer(question, evidence, backend)
@@ -198,7 +213,7 @@ class RetrieverMethod(GeneratorAnswer):
     def __repr__(self): return f'RetrieverMethod({self.retriever!r})'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
 
-@register_method('retrieve', 'the --retriever top-k of the index, answered by the generator')
+@register_method('retrieve', 'the --retriever top-k of the index, answered by the generator', decompose=True)
 def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
     check_options('retrieve', options)
     return RetrieverMethod(store.retriever(retriever), 'retrieve', store.query_encoder(), mode, max_tokens)   # PyTorch-free when the index has one

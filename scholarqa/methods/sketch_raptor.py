@@ -22,9 +22,9 @@ from ..retrieval.store import dense_over
 
 # %% auto #0
 __all__ = ['RAPTOR_DIM', 'RAPTOR_THRESHOLD', 'RAPTOR_MAX_CLUSTERS', 'RAPTOR_CLUSTER_TOKENS', 'SUMMARY_PROMPT',
-           'RAPTOR_CACHE_VERSION', 'umap_reduce', 'gmm_clusters', 'raptor_clusters', 'ExtractiveSummariser', 'is_quote',
-           'LLMSummariser', 'RaptorTree', 'build_tree', 'check_tree', 'build_forest', 'RaptorHit', 'CollapsedTree',
-           'raptor_cache', 'raptor_method']
+           'RAPTOR_CACHE_VERSION', 'keep_umap_kernels', 'umap_reduce', 'gmm_clusters', 'raptor_clusters',
+           'ExtractiveSummariser', 'is_quote', 'LLMSummariser', 'RaptorTree', 'build_tree', 'check_tree',
+           'build_forest', 'RaptorHit', 'CollapsedTree', 'raptor_cache', 'raptor_method']
 
 # %% ../../nbs/05a_raptor.ipynb #5b000009
 RAPTOR_DIM = 10               # UMAP target dimension; a set of ≤ RAPTOR_DIM + 1 nodes is one cluster
@@ -32,10 +32,26 @@ RAPTOR_THRESHOLD = 0.1        # soft assignment: a node joins every component wi
 RAPTOR_MAX_CLUSTERS = 50      # BIC is tried for 1 … 49 components
 RAPTOR_CLUSTER_TOKENS = 1500  # a cluster whose text is longer is clustered again (RAPTOR: 3,500 for GPT-3.5)
 
+_umap_kernels_kept = False
+
+def keep_umap_kernels() -> None:
+    "Ask numba to keep UMAP's compiled kernels in its on-disk cache (once per process; where it has no folder, nothing changes)."
+    global _umap_kernels_kept
+    if _umap_kernels_kept: return
+    from numba.core.dispatcher import Dispatcher
+    import umap.distances, umap.layouts, umap.spectral, umap.umap_, umap.utils
+    for module in (umap.umap_, umap.layouts, umap.distances, umap.utils, umap.spectral):
+        for f in list(vars(module).values()):
+            if isinstance(f, Dispatcher):
+                try: f.enable_caching()
+                except RuntimeError: pass             # numba found no folder to keep it in: it compiles afresh, as before
+    _umap_kernels_kept = True
+
 def umap_reduce(vectors: np.ndarray, n_neighbors: int, dim: int = RAPTOR_DIM, seed: int = 0) -> np.ndarray:
     "UMAP (cosine) of `vectors` to `dim` dimensions; seeded, hence deterministic and single-threaded."
     import warnings
     import umap
+    keep_umap_kernels()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')           # 'n_jobs overridden by setting random_state': the seed is the point
         return umap.UMAP(n_neighbors=n_neighbors, n_components=dim, metric='cosine', random_state=seed).fit_transform(vectors)

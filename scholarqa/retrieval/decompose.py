@@ -119,10 +119,12 @@ def _clauses(doc, toks):
 
 # %% ../../nbs/02p_two_paper.ipynb #3b09489e
 MAX_QUESTION_CHARS = 1000
+_MAY_SPLIT = re.compile(r'and|^\s*(?:compare|contrast)\b|differ', re.I)   # every rule needs one of these: no parse without
 
 def decompose(question: str, nlp=None) -> Decomposition | None:
     "The question split into one sub-question per paper it asks about, or None when it asks about one (or none)."
     if len(question) > MAX_QUESTION_CHARS: return None    # a pasted document is not a question about two papers
+    if not _MAY_SPLIT.search(question): return None       # no 'and', no compare/contrast, no differ: not parsed at all
     nlp = nlp or load_spacy()
     doc = nlp(question)
     toks = list(doc)
