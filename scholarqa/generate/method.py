@@ -88,7 +88,7 @@ class DecomposedMethod:
     def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.papers.retrieve(question, k)
 
     def answerability(self, question: str, hits, threshold: float | None = None) -> dict:
-        "03e's decision for each paper's sub-question on that paper's passages; answerable when every part is (the lowest score shown)."
+        "03e's decision part by part (each sub-question on its paper's passages; answerable when every part is): measured in 02q, not what `ask` uses."
         from scholarqa.generate.refuse import decide
         d, hits, enc = self.papers.last, list(hits), answerability_encoder(self.method)
         parts = [] if d is None or d.question != question else \
@@ -179,8 +179,7 @@ def ask(method, question: str, k: int = 5, backend=None,
     decision = None
     if min_answerability != 0 and evidence and all(isinstance(e, Hit) for e in evidence):   # passages: a text method
         from scholarqa.generate.refuse import decide, refusal_answer      # 03e builds the decision on this notebook's protocol
-        decision = method.answerability(question, evidence, min_answerability) if hasattr(method, 'answerability') else \
-            decide(question, evidence, answerability_encoder(method), threshold=min_answerability)   # a method may judge by parts
+        decision = decide(question, evidence, answerability_encoder(method), threshold=min_answerability)
     t2 = time.perf_counter()
     if decision and not decision['answerable']: ans = refusal_answer(question, evidence, decision, getattr(method, 'name', ''))
     else: ans = method.answer(question, evidence, backend)
