@@ -211,6 +211,10 @@ class RetrieverMethod(GeneratorAnswer):
         self.retriever, self.name, self.encoder, self.mode, self.max_tokens = retriever, name, encoder, mode, max_tokens
     def __repr__(self): return f'RetrieverMethod({self.retriever!r})'
     def retrieve(self, question: str, k: int = 5) -> list[Hit]: return self.retriever.retrieve(question, k)
+    @property
+    def retrieve_within(self):
+        "The retriever's ranking inside one paper (02p_two_paper); AttributeError, so `hasattr` is False, when it has none."
+        return self.retriever.retrieve_within
 
 @register_method('retrieve', 'the --retriever top-k of the index, answered by the generator', decompose=True)
 def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:

@@ -6,8 +6,13 @@
 from __future__ import annotations
 import re
 from dataclasses import dataclass
+import numpy as np
+from fastcore.basics import patch
 from ..doc import load_spacy
 from .base import Hit, Retriever
+from .bm25 import BM25Index
+from .dense import DenseRetriever
+from .fusion import HybridRetriever, reciprocal_rank_fusion, score_fusion
 
 # %% auto #0
 __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_STARTS', 'SHAPES', 'BACK_REFERENCES',
@@ -174,6 +179,43 @@ def budget_split(k: int, n: int) -> list[int]:
     if n < 1: raise ValueError('budget_split: at least one paper')
     return [k // n + (1 if i < k % n else 0) for i in range(n)]
 
+# %% ../../nbs/02p_two_paper.ipynb #faccff43
+def _paper_rows(chunks, paper: str) -> np.ndarray:
+    "Positions in `chunks` of the passages of `paper`."
+    return np.fromiter((i for i, c in enumerate(chunks) if c.paper_id == paper), np.int64)
+
+@patch
+def retrieve_within(self: BM25Index, query: str, paper: str, k: int = 10) -> list[Hit]:
+    "Top-k passages of `paper` by BM25 with the whole index's statistics (those sharing no query term left out), best first."
+    rows, (cols, _) = _paper_rows(self.chunks, paper), self._bm25_query(query)
+    if not len(cols) or not len(rows): return []
+    rows = rows[self._tf[rows][:, cols].getnnz(axis=1) > 0]
+    s = self.scores(query)[rows]                                           # (n_rows,)
+    return [Hit(self.chunks[rows[j]], float(s[j]), self.name) for j in np.lexsort((rows, -s))[:k]]   # ties: index order
+
+@patch
+def retrieve_within(self: DenseRetriever, query: str, paper: str, k: int = 10) -> list[Hit]:
+    "Top-k passages of `paper` by cosine with their stored vectors (no index search), best first."
+    ids = [i for i, c in self.by_int.items() if c.paper_id == paper]
+    if not ids: return []
+    memo = self.__dict__.setdefault('_within_queries', {})      # the parts of one question share their ask: encoded once
+    if query not in memo:
+        if len(memo) >= 8: memo.clear()
+        memo[query] = np.asarray(self.encoder.encode([query], use_cache=False), np.float32)[0]
+    s = self.index.vectors(ids) @ memo[query]                   # (n_passages,)
+    return [Hit(self.by_int[ids[i]], float(s[i]), self.name) for i in np.lexsort((np.arange(len(ids)), -s))[:k]]
+
+def _hybrid_within(self: HybridRetriever):
+    "The hybrid's ranking inside one paper: each part's, fused; AttributeError (so `hasattr` is False) when a part has none."
+    parts = [r.retrieve_within for r in self.retrievers]
+    def retrieve_within(query: str, paper: str, k: int = 10) -> list[Hit]:
+        lists = [f(query, paper, max(self.depth, k)) for f in parts]
+        fused = (reciprocal_rank_fusion(lists, self.rrf_k, self.weights) if self.method == 'rrf'
+                 else score_fusion(lists, self.weights, self.norm))
+        return fused[:k]
+    return retrieve_within
+HybridRetriever.retrieve_within = property(_hybrid_within)
+
 # %% ../../nbs/02p_two_paper.ipynb #39873640
 class PaperThenPassage(Retriever):
     "Any first stage, made to answer several-paper questions paper by paper; other questions pass through unchanged."
@@ -183,16 +225,25 @@ class PaperThenPassage(Retriever):
                  paper_query: str = 'sub',    # choose the paper from the 'sub'-question or the 'part' (description) alone
                  how: str = 'max',            # `paper_ranking`'s aggregate
                  apart: int = 3,              # clauses and comparisons: each part's paper outside the other's top `apart`
+                 passage_query: str = 'ask',  # rank a chosen paper's passages by the shared 'ask' or by the whole 'sub'-question
+                 within: str = 'filter',      # 'filter' the first stage's top passage_depth, or 'score' only the paper's passages
                  nlp=None):
         if paper_query not in ('sub', 'part'): raise ValueError(f"paper_query {paper_query!r}: 'sub' or 'part'")
         if how not in PAPER_AGGREGATES: raise ValueError(f'how {how!r}: choose from {", ".join(PAPER_AGGREGATES)}')
+        if passage_query not in ('ask', 'sub'): raise ValueError(f"passage_query {passage_query!r}: 'ask' or 'sub'")
+        if within not in ('filter', 'score'): raise ValueError(f"within {within!r}: 'filter' or 'score'")
+        if within == 'score' and not hasattr(first, 'retrieve_within'):
+            raise ValueError(f"within='score' needs a first stage that ranks one paper's passages (retrieve_within); "
+                             f"{getattr(first, 'name', type(first).__name__)} has none: use within='filter'")
         self.first, self.depth, self.passage_depth, self.paper_query, self.how, self.apart, self._nlp = \
             first, int(depth), int(passage_depth), paper_query, how, int(apart), nlp
+        self.passage_query, self.within = passage_query, within
         self.name = f"{getattr(first, 'name', 'retriever')}+papers"
         self.last, self.last_papers = None, []   # the last question's Decomposition (None: passed through) and chosen papers
         self._kept = {}                          # (text, n) -> the first stage's hits, for the question being answered
     def __repr__(self): return (f'PaperThenPassage({self.first!r}, depth={self.depth}, passage_depth={self.passage_depth}, '
-                                f'paper_query={self.paper_query!r}, how={self.how!r}, apart={self.apart})')
+                                f'paper_query={self.paper_query!r}, how={self.how!r}, apart={self.apart}, '
+                                f'passage_query={self.passage_query!r}, within={self.within!r})')
 
     @property
     def nlp(self):
@@ -221,9 +272,11 @@ class PaperThenPassage(Retriever):
         d, self._kept = decompose(question, self.nlp), {}
         papers = self.choose_papers(d) if d is not None else None
         if papers is None: return None, []
-        out = []
-        for paper, query, share in zip(papers, d.passage_queries, budget_split(k, len(papers))):
-            own = [h for h in self._fetch(query, self.passage_depth) if h.chunk.paper_id == paper] if paper else []
+        out, queries = [], d.passage_queries if self.passage_query == 'ask' else d.sub_questions
+        for paper, query, share in zip(papers, queries, budget_split(k, len(papers))):
+            if not paper: own = []
+            elif self.within == 'score': own = list(self.first.retrieve_within(query, paper, share))
+            else: own = [h for h in self._fetch(query, self.passage_depth) if h.chunk.paper_id == paper]
             out.append((paper, own[:share]))
         return d, out
 
@@ -234,7 +287,8 @@ class PaperThenPassage(Retriever):
         lists = [hits for _, hits in per]
         merged = [h for row in range(max(map(len, lists), default=0)) for hits in lists if row < len(hits) for h in [hits[row]]]
         seen = {h.chunk.id for h in merged}
-        for h in self.first.retrieve(question, 4 * k):          # a paper short of its share: the whole question's ranking fills in
-            if len(merged) >= k: break
-            if h.chunk.id not in seen: merged.append(h); seen.add(h.chunk.id)
+        if len(merged) < k:                                     # a paper short of its share: the whole question's ranking fills in
+            for h in self.first.retrieve(question, 4 * k):
+                if len(merged) >= k: break
+                if h.chunk.id not in seen: merged.append(h); seen.add(h.chunk.id)
         return merged[:k]
