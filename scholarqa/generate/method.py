@@ -215,6 +215,10 @@ class RetrieverMethod(GeneratorAnswer):
     def retrieve_within(self):
         "The retriever's ranking inside one paper (02p_two_paper); AttributeError, so `hasattr` is False, when it has none."
         return self.retriever.retrieve_within
+    @property
+    def prime(self):
+        "The retriever's batched query encoding ahead of several retrievals (02p_two_paper), where it has one."
+        return self.retriever.prime
 
 @register_method('retrieve', 'the --retriever top-k of the index, answered by the generator', decompose=True)
 def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:

@@ -198,11 +198,7 @@ def retrieve_within(self: DenseRetriever, query: str, paper: str, k: int = 10) -
     "Top-k passages of `paper` by cosine with their stored vectors (no index search), best first."
     ids = [i for i, c in self.by_int.items() if c.paper_id == paper]
     if not ids: return []
-    memo = self.__dict__.setdefault('_within_queries', {})      # the parts of one question share their ask: encoded once
-    if query not in memo:
-        if len(memo) >= 8: memo.clear()
-        memo[query] = np.asarray(self.encoder.encode([query], use_cache=False), np.float32)[0]
-    s = self.index.vectors(ids) @ memo[query]                   # (n_passages,)
+    s = self.index.vectors(ids) @ self.query_vectors([query])[0]             # (n_passages,)
     return [Hit(self.by_int[ids[i]], float(s[i]), self.name) for i in np.lexsort((np.arange(len(ids)), -s))[:k]]
 
 def _hybrid_within(self: HybridRetriever):
@@ -215,6 +211,12 @@ def _hybrid_within(self: HybridRetriever):
         return fused[:k]
     return retrieve_within
 HybridRetriever.retrieve_within = property(_hybrid_within)
+
+@patch
+def prime(self: HybridRetriever, queries) -> None:
+    "Let each part that can encode `queries` ahead of their retrievals in one batch (the dense channel: `prime`, 02d)."
+    for r in self.retrievers:
+        if hasattr(r, 'prime'): r.prime(queries)
 
 # %% ../../nbs/02p_two_paper.ipynb #39873640
 class PaperThenPassage(Retriever):
@@ -270,6 +272,9 @@ class PaperThenPassage(Retriever):
     def per_paper(self, question: str, k: int = 5):
         "(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none left) and its passages there."
         d, self._kept = decompose(question, self.nlp), {}
+        if d is not None and hasattr(self.first, 'prime'):     # every query this question will ask, encoded in one batch
+            self.first.prime([*(d.parts if self.paper_query == 'part' else d.sub_questions),
+                              *(d.passage_queries if self.passage_query == 'ask' else d.sub_questions)])
         papers = self.choose_papers(d) if d is not None else None
         if papers is None: return None, []
         out, queries = [], d.passage_queries if self.passage_query == 'ask' else d.sub_questions

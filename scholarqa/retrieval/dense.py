@@ -660,8 +660,21 @@ class DenseRetriever(Retriever):
 
     def retrieve_many(self, queries, k: int = 10) -> list[list[Hit]]:
         "Hits for each query, encoding all queries in one batched call (queries do not go into the cache)."
-        S, I = self.index.search(self.encoder.encode(list(queries), use_cache=False), k)   # (n_q, k) each
+        S, I = self.index.search(self.query_vectors(queries), k)   # (n_q, k) each
         return [self._hits(s, i) for s, i in zip(S, I)]
+
+    def prime(self, queries) -> None:
+        "Encode `queries` in one batched call ahead of their retrievals (a question split into parts asks several at once)."
+        memo = self.__dict__.setdefault('_primed', {})
+        todo = [q for q in dict.fromkeys(queries) if q not in memo]
+        if len(memo) + len(todo) > 64: memo.clear()          # a short memo: only the queries of the question at hand
+        if todo: memo.update(zip(todo, np.asarray(self.encoder.encode(todo, use_cache=False), np.float32)))
+
+    def query_vectors(self, queries) -> np.ndarray:
+        "(n_q, dim) vectors of `queries`: primed ones from the memo, the rest encoded in one batched call."
+        queries, memo = list(queries), self.__dict__.get('_primed', {})
+        if not all(q in memo for q in queries): return self.encoder.encode(queries, use_cache=False)
+        return np.stack([memo[q] for q in queries])
 
 # %% ../../nbs/02d_dense.ipynb #8cb9645f
 class SentenceWindowRetriever(Retriever):
