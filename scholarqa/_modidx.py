@@ -1969,6 +1969,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                          'scholarqa/retrieval/dense.py'),
                                            'scholarqa.retrieval.dense.ann_recall': ( 'dense.html#ann_recall',
                                                                                      'scholarqa/retrieval/dense.py'),
+                                           'scholarqa.retrieval.dense.cached_query_encoder': ( 'dense.html#cached_query_encoder',
+                                                                                               'scholarqa/retrieval/dense.py'),
                                            'scholarqa.retrieval.dense.chunk_int_id': ( 'dense.html#chunk_int_id',
                                                                                        'scholarqa/retrieval/dense.py'),
                                            'scholarqa.retrieval.dense.default_cache_dir': ( 'dense.html#default_cache_dir',

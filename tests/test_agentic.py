@@ -184,3 +184,19 @@ def test_real_title_without_quotes_and_lower_case_name(real_graph, planner):
     res = agent.run('how many papers did kathleen mckeown publish at ACL?')
     same = agent.run('How many papers did Kathleen R. McKeown publish at ACL?')
     assert res.status == 'ok' and res.plan['intent'] == 'author_venue_count' and res.values == same.values and int(res.values[0]) > 0
+
+
+def test_cli_agentic_ask_needs_no_pytorch_once_the_query_encoder_is_cached(tmp_path):
+    """The agent's encoder is the machine's exported query encoder (02d `cached_query_encoder`): with PyTorch made unimportable,
+    `ask --method agentic` gives the same answer as a run that may load it (the first run on a machine exports the encoder)."""
+    from cli_run import run_blocked
+    if importlib.util.find_spec('onnxruntime') is None: pytest.skip('needs onnxruntime (pip install scholarqa[index])')
+    g = tmp_path / 'graph'
+    assert cli('graph', 'build', '--demo', '--out', g).returncode == 0
+    q = 'Who are the co-authors of Samuel Achebe?'
+    full = cli('ask', g, q, '--method', 'agentic', '--json')
+    assert full.returncode == 0, full.stderr[-2000:]
+    light = run_blocked(['ask', g, q, '--method', 'agentic', '--json'], blocked=('torch', 'sentence_transformers', 'transformers'))
+    assert light.returncode == 0, light.stderr[-2000:]
+    a, b = json.loads(full.stdout), json.loads(light.stdout)
+    assert a['status'] == b['status'] == 'ok' and a['values'] and a['values'] == b['values'], (a, b)

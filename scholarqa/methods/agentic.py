@@ -322,14 +322,14 @@ def encode_query(encoder, text: str) -> np.ndarray:
 
 class Planner:
     "The query-aware retrieval agent: mentions → masked question → intent by MiniLM prototypes among those the slots allow → plan."
-    def __init__(self, encoder=None,              # .encode(texts) -> (n, dim) unit vectors; None = the bundled MiniLM
+    def __init__(self, encoder=None,              # .encode(texts) -> (n, dim) unit vectors; None = the bundled MiniLM, PyTorch-free
                  intents: dict | None = None, temperature: float = 0.05):
-        if encoder is None:
-            from scholarqa.retrieval.dense import Encoder
-            encoder = Encoder(progress=False)
+        if encoder is None:                       # exported once per machine (02d): an agent's process never loads PyTorch
+            from scholarqa.retrieval.dense import cached_query_encoder
+            encoder = cached_query_encoder()
         self.encoder, self.intents, self.temperature = encoder, intents or INTENTS, temperature
         self._protos = [(name, p) for name, i in self.intents.items() for p in i.prototypes]
-        self._proto_vecs = np.asarray(encoder.encode([p for _, p in self._protos]))   # (n_prototypes, dim)
+        self._proto_vecs = np.asarray(encoder.encode([p for _, p in self._protos], use_cache=True))   # (n_prototypes, dim): kept
 
     def classify(self, masked_question: str, slots: tuple) -> tuple:
         "(intent or None, p(type | q), {intent: best prototype cosine}) for a masked question whose mentions fill `slots`."

@@ -24,8 +24,8 @@ from .base import Chunk, Hit, Retriever, chunk_index_text
 __all__ = ['ICT_RECORD', 'QUERY_BATCH', 'PARITY_TEXTS', 'PARITY_MIN_COSINE', 'VECTOR_INDEX_KINDS', 'default_embedding_model',
            'model_identity', 'default_cache_dir', 'EmbeddingCache', 'quiet_model_loading', 'trainer_progress',
            'Encoder', 'onnx_available', 'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark',
-           'onnx_session', 'onnx_feed', 'OnnxQueryEncoder', 'export_query_encoder', 'VectorIndex', 'ann_recall',
-           'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
+           'onnx_session', 'onnx_feed', 'OnnxQueryEncoder', 'export_query_encoder', 'cached_query_encoder',
+           'VectorIndex', 'ann_recall', 'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -346,7 +346,8 @@ def onnx_feed(session, encodings) -> dict:
 
 class OnnxQueryEncoder:
     "Query-only sentence encoder from an exported folder (model.onnx, tokenizer.json, encoder.json); needs no PyTorch."
-    def __init__(self, folder, threads: int = QUERY_THREADS):
+    def __init__(self, folder, threads: int = QUERY_THREADS,
+                 cache_dir=None):          # an on-disk cache for texts encoded with use_cache=True (None: such texts are not kept)
         from tokenizers import Tokenizer
         self.folder = Path(folder)
         self.info = json.loads((self.folder / 'encoder.json').read_text(encoding='utf-8'))
@@ -356,14 +357,21 @@ class OnnxQueryEncoder:
         self.tok.enable_truncation(max_length=self.max_seq_length)
         self.tok.enable_padding(pad_id=self.info['pad_id'], pad_token=self.info['pad_token'])
         self.session = onnx_session(self.folder / 'model.onnx', threads)
+        self.cache = EmbeddingCache(cache_dir, self.dim) if cache_dir else None
         self.stats = {'encoded': 0, 'cached': 0, 'truncated': 0}
 
     def __repr__(self): return f'OnnxQueryEncoder({self.model_id}, dim={self.dim}, folder={self.folder})'
 
     def encode(self, texts, use_cache: bool = False) -> np.ndarray:
-        "Query vectors (n, dim) float32, unit length (no cache: queries are one-off strings)."
+        "Vectors (n, dim) float32, unit length. Queries are one-off strings; texts that recur (a planner's prototypes) may ask for the cache."
         texts = list(texts)
         if not texts: return np.zeros((0, self.dim), np.float32)
+        if use_cache and self.cache is not None:
+            keys = [blake2b_hex(self.model_id + '\x00' + t, 16) for t in texts]
+            todo = {k: t for k, t in zip(keys, texts) if k not in self.cache}
+            if todo: self.cache.put(list(todo), self.encode(list(todo.values()))); self.cache.flush()
+            self.stats['cached'] += len(texts) - len(todo)
+            return self.cache.get(keys)
         v = self.session.run(None, onnx_feed(self.session, self.tok.encode_batch(texts)))[0]
         self.stats['encoded'] += len(texts)
         return np.asarray(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12), np.float32)
@@ -394,6 +402,25 @@ def export_query_encoder(encoder: Encoder, out_dir, texts=PARITY_TEXTS) -> dict:
         return info
     finally:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
+
+# %% ../../nbs/02d_dense.ipynb #d919b64d
+def cached_query_encoder(model=None):        # a local model folder or hub name; None = the bundled MiniLM
+    "A PyTorch-free query encoder of `model`, exported on first use into the machine's cache; the PyTorch `Encoder` without ONNX."
+    name = str(settled(model) if model else default_embedding_model())
+    p = Path(name)                                # a folder is named by its files' names, sizes and times (hashing its weights is slow)
+    stamp = [(str(f.relative_to(p)), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.rglob('*')) if f.is_file()] if p.is_dir() else []
+    out = default_cache_dir() / 'query_encoders' / blake2b_hex(json.dumps([str(p.resolve()) if p.is_dir() else name, stamp]), 8)
+    ready = lambda: (out / 'encoder.json').is_file()
+    if not ready() and onnx_available():
+        from filelock import FileLock
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(out) + '.lock'):
+            try:
+                if not ready(): export_query_encoder(Encoder(name, progress=False), out)
+            except (ValueError, RuntimeError, OSError) as e:          # the export failed its parity check or could not be written
+                import warnings; warnings.warn(f'query encoder not exported ({e}); encoding queries with PyTorch')
+    if ready() and importlib.util.find_spec('onnxruntime') is not None: return OnnxQueryEncoder(out, cache_dir=out / 'cache')
+    return Encoder(name, progress=False)
 
 # %% ../../nbs/02d_dense.ipynb #def9fdff
 def _faiss():
