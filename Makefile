@@ -17,6 +17,9 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# compiled bytecode is kept (in the ignored __pycache__/ folders): with PYTHONDONTWRITEBYTECODE set, every process of a run would
+# compile the package's modules again from source
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup test reproduce reproduce-full check-sync import-check nbdev-test outputs-check pytest readme lab clean-venv
 

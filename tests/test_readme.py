@@ -42,6 +42,7 @@ def test_every_readme_block_runs_from_the_project_root(tmp_path):
     before = {p for p in clone.rglob('*') if '.venv' not in p.parts}
     env = {k: v for k, v in os.environ.items() if k not in ('VIRTUAL_ENV', 'PYTHONPATH')}
     env['PATH'] = os.pathsep.join(p for p in env.get('PATH', '').split(os.pathsep) if not p.startswith(str(VENV)))
+    env['PYTHONDONTWRITEBYTECODE'] = '1'      # what the examples write is the question here, not Python's compiled files
     ran = 0
     for lang, code in readme_blocks():
         if lang == 'sh':
