@@ -157,6 +157,16 @@ def scores_within(self: BM25Index, query: str | list[str],
     norm = self.k1 * (1 - self.b + self.b * doc_len / doc_len.mean())      # (n_rows,)
     return (idf * f * (self.k1 + 1) / (f + norm[:, None])) @ counts
 
+# %% ../../nbs/02b_bm25.ipynb #760c35e3
+@patch
+def retrieve_within(self: BM25Index, query: str | list[str], paper: str, k: int = 10) -> list[Hit]:
+    "Top-k passages of `paper` by BM25 with the whole index's statistics (those sharing no query term left out), best first."
+    rows, (cols, _) = np.fromiter((i for i, c in enumerate(self.chunks) if c.paper_id == paper), np.int64), self._bm25_query(query)
+    if not len(cols) or not len(rows): return []
+    rows = rows[self._tf[rows][:, cols].getnnz(axis=1) > 0]
+    s = self.scores(query)[rows]                                           # (n_rows,)
+    return [Hit(self.chunks[rows[j]], float(s[j]), self.name) for j in np.lexsort((rows, -s))[:k]]   # ties: index order
+
 # %% ../../nbs/02b_bm25.ipynb #339a9655
 def _bm25s_columns(ours: BM25Index, chunks: list, toks: list, qs: list, k: int) -> dict:
     "bm25s (method='lucene', float64) on the same tokens: index time, query latency, top-k overlap with `ours`, score check."

@@ -6,13 +6,8 @@
 from __future__ import annotations
 import re
 from dataclasses import dataclass
-import numpy as np
-from fastcore.basics import patch
 from ..doc import load_spacy
 from .base import Hit, Retriever
-from .bm25 import BM25Index
-from .dense import DenseRetriever
-from .fusion import HybridRetriever, reciprocal_rank_fusion, score_fusion
 
 # %% auto #0
 __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_STARTS', 'SHAPES', 'BACK_REFERENCES',
@@ -178,45 +173,6 @@ def budget_split(k: int, n: int) -> list[int]:
     "k places shared by n papers: shares that differ by at most one, the larger ones first."
     if n < 1: raise ValueError('budget_split: at least one paper')
     return [k // n + (1 if i < k % n else 0) for i in range(n)]
-
-# %% ../../nbs/02p_two_paper.ipynb #faccff43
-def _paper_rows(chunks, paper: str) -> np.ndarray:
-    "Positions in `chunks` of the passages of `paper`."
-    return np.fromiter((i for i, c in enumerate(chunks) if c.paper_id == paper), np.int64)
-
-@patch
-def retrieve_within(self: BM25Index, query: str, paper: str, k: int = 10) -> list[Hit]:
-    "Top-k passages of `paper` by BM25 with the whole index's statistics (those sharing no query term left out), best first."
-    rows, (cols, _) = _paper_rows(self.chunks, paper), self._bm25_query(query)
-    if not len(cols) or not len(rows): return []
-    rows = rows[self._tf[rows][:, cols].getnnz(axis=1) > 0]
-    s = self.scores(query)[rows]                                           # (n_rows,)
-    return [Hit(self.chunks[rows[j]], float(s[j]), self.name) for j in np.lexsort((rows, -s))[:k]]   # ties: index order
-
-@patch
-def retrieve_within(self: DenseRetriever, query: str, paper: str, k: int = 10) -> list[Hit]:
-    "Top-k passages of `paper` by cosine with their stored vectors (no index search), best first."
-    ids = [i for i, c in self.by_int.items() if c.paper_id == paper]
-    if not ids: return []
-    s = self.index.vectors(ids) @ self.query_vectors([query])[0]             # (n_passages,)
-    return [Hit(self.by_int[ids[i]], float(s[i]), self.name) for i in np.lexsort((np.arange(len(ids)), -s))[:k]]
-
-def _hybrid_within(self: HybridRetriever):
-    "The hybrid's ranking inside one paper: each part's, fused; AttributeError (so `hasattr` is False) when a part has none."
-    parts = [r.retrieve_within for r in self.retrievers]
-    def retrieve_within(query: str, paper: str, k: int = 10) -> list[Hit]:
-        lists = [f(query, paper, max(self.depth, k)) for f in parts]
-        fused = (reciprocal_rank_fusion(lists, self.rrf_k, self.weights) if self.method == 'rrf'
-                 else score_fusion(lists, self.weights, self.norm))
-        return fused[:k]
-    return retrieve_within
-HybridRetriever.retrieve_within = property(_hybrid_within)
-
-@patch
-def prime(self: HybridRetriever, queries) -> None:
-    "Let each part that can encode `queries` ahead of their retrievals in one batch (the dense channel: `prime`, 02d)."
-    for r in self.retrievers:
-        if hasattr(r, 'prime'): r.prime(queries)
 
 # %% ../../nbs/02p_two_paper.ipynb #39873640
 class PaperThenPassage(Retriever):

@@ -93,6 +93,12 @@ class EmbeddingCache:
         for k, v in zip(keys, vecs):
             if k not in self.rows: self.pending[k] = np.asarray(v, np.float32)
 
+    def fill(self, keys: list[str], texts: list[str], encode) -> int:
+        "Encode (with `encode(texts) -> (n, dim)`) the texts whose keys are missing, once each, and keep them; returns how many."
+        todo = {k: t for k, t in zip(keys, texts) if k not in self}
+        if todo: self.put(list(todo), encode(list(todo.values()))); self.flush()
+        return len(todo)
+
     def flush(self) -> None:
         "Write pending vectors as one new shard (on disk: .npy, then its keys, then the shard list)."
         if not self.pending: return
@@ -202,9 +208,8 @@ def encode(self: Encoder, texts, use_cache: bool = True) -> np.ndarray:
         if len(texts) > QUERY_BATCH: return self._encode_batches(texts)
         with query_threads(): return self._encode_batches(texts)
     keys = [self.text_key(t) for t in texts]
-    todo = {k: t for k, t in zip(keys, texts) if k not in self.cache}     # unique missing texts
-    if todo: self.cache.put(list(todo), self._encode_batches(list(todo.values()))); self.cache.flush()
-    self.stats['encoded'] += len(todo); self.stats['cached'] += len(texts) - len(todo)
+    new = self.cache.fill(keys, texts, self._encode_batches)              # unique missing texts, encoded once
+    self.stats['encoded'] += new; self.stats['cached'] += len(texts) - new
     return self.cache.get(keys)
 
 @patch
@@ -368,9 +373,7 @@ class OnnxQueryEncoder:
         if not texts: return np.zeros((0, self.dim), np.float32)
         if use_cache and self.cache is not None:
             keys = [blake2b_hex(self.model_id + '\x00' + t, 16) for t in texts]
-            todo = {k: t for k, t in zip(keys, texts) if k not in self.cache}
-            if todo: self.cache.put(list(todo), self.encode(list(todo.values()))); self.cache.flush()
-            self.stats['cached'] += len(texts) - len(todo)
+            self.stats['cached'] += len(texts) - self.cache.fill(keys, texts, self.encode)
             return self.cache.get(keys)
         v = self.session.run(None, onnx_feed(self.session, self.tok.encode_batch(texts)))[0]
         self.stats['encoded'] += len(texts)
@@ -651,7 +654,7 @@ class DenseRetriever(Retriever):
     def __init__(self, chunks, encoder: Encoder,
                  index: VectorIndex | None = None,   # an index holding (some of) these chunks; None = a new 'flat' one
                  kind: str = 'flat', **index_opts):
-        self.encoder, self.by_int = encoder, {}
+        self.encoder, self.by_int, self._primed = encoder, {}, {}   # _primed: query -> vector, filled by `prime`
         self.index = index if index is not None else VectorIndex(encoder.dim, kind, **index_opts)
         if self.index.dim != encoder.dim: raise ValueError(f'index has dimension {self.index.dim}, encoder {encoder.dim}')
         chunks = list(chunks)
@@ -692,16 +695,24 @@ class DenseRetriever(Retriever):
 
     def prime(self, queries) -> None:
         "Encode `queries` in one batched call ahead of their retrievals (a question split into parts asks several at once)."
-        memo = self.__dict__.setdefault('_primed', {})
+        memo = self._primed
         todo = [q for q in dict.fromkeys(queries) if q not in memo]
         if len(memo) + len(todo) > 64: memo.clear()          # a short memo: only the queries of the question at hand
         if todo: memo.update(zip(todo, np.asarray(self.encoder.encode(todo, use_cache=False), np.float32)))
 
     def query_vectors(self, queries) -> np.ndarray:
         "(n_q, dim) vectors of `queries`: primed ones from the memo, the rest encoded in one batched call."
-        queries, memo = list(queries), self.__dict__.get('_primed', {})
+        queries, memo = list(queries), self._primed
         if not all(q in memo for q in queries): return self.encoder.encode(queries, use_cache=False)
         return np.stack([memo[q] for q in queries])
+
+    def retrieve_within(self, query: str, paper: str, k: int = 10) -> list[Hit]:
+        "Top-k passages of `paper` by cosine with their stored vectors (no index search), best first (02p_two_paper)."
+        ids = [i for i, c in self.by_int.items() if c.paper_id == paper]
+        if not ids: return []
+        s = self.index.vectors(ids) @ self.query_vectors([query])[0]         # (n_passages,)
+        return [Hit(self.by_int[ids[i]], float(s[i]), self.name) for i in np.lexsort((np.arange(len(ids)), -s))[:k]]
+
 
 # %% ../../nbs/02d_dense.ipynb #8cb9645f
 class SentenceWindowRetriever(Retriever):

@@ -77,6 +77,22 @@ class HybridRetriever(Retriever):
                  else score_fusion(lists, self.weights, self.norm))
         return fused[:k]
 
+    @property
+    def retrieve_within(self):
+        "(query, paper, k) -> the parts' rankings inside one paper, fused; AttributeError (`hasattr` False) when a part has none."
+        parts = [r.retrieve_within for r in self.retrievers]
+        def within(query: str, paper: str, k: int = 10) -> list[Hit]:
+            lists = [f(query, paper, max(self.depth, k)) for f in parts]
+            fused = (reciprocal_rank_fusion(lists, self.rrf_k, self.weights) if self.method == 'rrf'
+                     else score_fusion(lists, self.weights, self.norm))
+            return fused[:k]
+        return within
+
+    def prime(self, queries) -> None:
+        "Let each part that can encode `queries` ahead of their retrievals in one batch (the dense channel's `prime`, 02d)."
+        for r in self.retrievers:
+            if hasattr(r, 'prime'): r.prime(queries)
+
 # %% ../../nbs/02c_fusion.ipynb #f7df5db1
 def fuse_runs(hit_runs: dict, names, method: str = 'rrf', weights=None, rrf_k: int = 60, norm: str = 'minmax',
               k: int = 20) -> dict:
