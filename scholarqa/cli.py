@@ -50,10 +50,9 @@ def load_methods() -> dict:
     return load()
 
 def _method_choices():
-    try: from scholarqa.generate.method import METHODS
+    try: from scholarqa.generate.method import method_names
     except ModuleNotFoundError: return ['retrieve']
-    failed = load_methods()
-    return [*METHODS, *(m for m in failed if m not in METHODS)]
+    return method_names()           # read from the method modules' source: listing them imports none (03d_method)
 
 def _format_choices():
     from scholarqa.readers.base import load_readers
@@ -454,11 +453,11 @@ def _method_backend(args, method):
 
 def _open_cli_method(cmd: str, name: str, folder, options: dict, args):
     "(method, None) or (None, error message): open a registered method on its folder with the command line's options."
-    from scholarqa.generate.method import MethodOptionError, open_method
-    from scholarqa.generate.method import METHODS
-    failed = load_methods()
-    if name not in METHODS and name in failed:
-        return None, (f"scholarqa {cmd}: --method {name} needs the optional package {failed[name]!r}; "
+    from scholarqa.generate.method import MethodOptionError, load_method, open_method
+    try: load_method(name)          # the one module that registers it (03d_method), not every method's
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith('scholarqa'): raise
+        return None, (f"scholarqa {cmd}: --method {name} needs the optional package {e.name!r}; "
                       f"install it with: pip install 'scholarqa[kg,index,embed,generate]'")
     reranker, err = _load_reranker(args, cmd, name if args.retriever in (None, 'hybrid') else None)
     if err: return None, err
@@ -513,8 +512,7 @@ def _ask_cmd(args) -> int:
         print('scholarqa ask: --min-answerability must be between 0 and 1', file=sys.stderr); return 2
     try: options = method_options(args.option)
     except ValueError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    load_methods()
-    name = args.method or default_method(args.index)
+    name = args.method or default_method(args.index)     # read from the method modules' markers, none imported
     method, err = _open_cli_method('ask', name, args.index, options, args)
     if err: print(err, file=sys.stderr); return 2
     try: backend = _method_backend(args, method)
@@ -560,10 +558,11 @@ def _add_train(sub) -> None:
 
 def _train_cmd(args) -> int:
     need('scholarqa.generate.method', 'index,embed', 'train')
-    from scholarqa.generate.method import METHODS, MethodOptionError, train_method
-    failed = load_methods()
-    if args.method not in METHODS and args.method in failed:
-        print(f"scholarqa train: {args.method} needs the optional package {failed[args.method]!r}; "
+    from scholarqa.generate.method import MethodOptionError, load_method, train_method
+    try: load_method(args.method)
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith('scholarqa'): raise
+        print(f"scholarqa train: {args.method} needs the optional package {e.name!r}; "
               f"install it with: pip install 'scholarqa[graph,index,embed,train]'", file=sys.stderr); return 2
     try: rec = train_method(args.method, args.folder, **method_options(args.option))
     except ModuleNotFoundError as e:
@@ -622,7 +621,6 @@ def _eval_cmd(args) -> int:
     except ValueError as e: return err(e)
     if args.split is not None: questions = [q for q in questions if q.get('split') == args.split]
     for p in problems: print(f"scholarqa eval: skipped {p['error']}", file=sys.stderr)
-    load_methods()
     methods, backends = {}, {}
     for n in names:
         folder = folders.get(n, args.index)

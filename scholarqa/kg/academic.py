@@ -5,18 +5,19 @@ JSON file that a rebuild from unchanged inputs leaves alone, and indexed so that
 
 # %% ../../nbs/01d_academic_graph.ipynb #09315db0
 from __future__ import annotations
-import re, time, unicodedata
+import contextlib, gc, marshal, re, sys, time, unicodedata
 from collections import defaultdict
 from pathlib import Path
 
-from ..doc import atomic_write_json, read_json, writes
+from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, read_json, user_cache_dir, writes
 from ..measure import file_hash
 from .graphs import ScholarlyGraph, author_key, scholarly_graph
 
 # %% auto #0
-__all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURCE_ID_KEY', 'graph_to_json', 'graph_from_json',
-           'source_graph', 'merge_graphs', 'graph_sources', 'build_graph_folder', 'fold', 'name_tokens',
-           'venue_aliases', 'AcademicGraph', 'load_graph', 'demo_graph']
+__all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURCE_ID_KEY', 'GRAPH_INDEX_VERSION',
+           'GRAPH_INDEXES_KEPT', 'graph_to_json', 'graph_from_json', 'source_graph', 'merge_graphs', 'graph_sources',
+           'build_graph_folder', 'fold', 'name_tokens', 'venue_aliases', 'AcademicGraph', 'no_gc', 'graph_index_cache',
+           'load_graph', 'demo_graph']
 
 # %% ../../nbs/01d_academic_graph.ipynb #2d083bcb
 GRAPH_FILE, GRAPH_RECORD = 'graph.json', 'graph_record.json'
@@ -105,11 +106,14 @@ def build_graph_folder(out, aan=None, openalex=None, demo: bool = False, progres
 # %% ../../nbs/01d_academic_graph.ipynb #0ecefa16
 _SUFFIXES = {'jr', 'sr', 'ii', 'iii', 'iv'}
 
+_NON_WORD = re.compile(r'[^\w]+')
+
 def fold(text: str) -> str:
     "Case-, accent- and punctuation-blind form of a label: what exact matching compares."
-    s = unicodedata.normalize('NFKD', str(text or ''))
-    s = ''.join(c for c in s if not unicodedata.combining(c)).casefold()
-    return ' '.join(re.sub(r'[^\w]+', ' ', s).split())
+    s = str(text or '')
+    if not s.isascii():                 # ASCII has no accents to strip: most labels skip the per-character pass
+        s = ''.join(c for c in unicodedata.normalize('NFKD', s) if not unicodedata.combining(c))
+    return ' '.join(_NON_WORD.sub(' ', s.casefold()).split())
 
 def name_tokens(name: str) -> list[str]:
     "Given names then surname of a person's name, folded ('Rush, Alexander M.' → ['alexander', 'm', 'rush'])."
@@ -126,10 +130,9 @@ class AcademicGraph:
         self.graph = graph
         self.nodes = {t: graph.nodes.get(t, {}) for t in ('Paper', 'Author', 'Venue')}
         self.adj = defaultdict(list)      # (type, id, relation) -> [(other type, other id, edge attrs)], both directions
+        self._unindexed = defaultdict(list)   # relation -> its edge sets, indexed into `adj` when a question first walks it
         for (st, rel, dt), es in graph.edges.items():
-            if st not in self.nodes or dt not in self.nodes: continue
-            for (s, d), a in es.items():
-                self.adj[(st, s, rel)].append((dt, d, a)); self.adj[(dt, d, rel)].append((st, s, a))
+            if st in self.nodes and dt in self.nodes: self._unindexed[rel].append((st, dt, es))
         self.by_label = defaultdict(list)     # (type, folded label) -> [ids]
         self.by_surname = defaultdict(list)   # folded surname -> [author ids]
         self.name_toks = {}                   # author id -> name_tokens of its name
@@ -152,7 +155,43 @@ class AcademicGraph:
 
     def neighbours(self, type: str, id: str, rel: str, to: str) -> list[tuple[str, dict]]:
         "(neighbour id, edge attributes) of node `id` over `rel`, in either direction, of node type `to`."
-        return [(o, a) for t, o, a in self.adj[(type, id, rel)] if t == to]
+        self._index(rel)
+        return [(o, a) for t, o, a in self.adj.get((type, id, rel), ()) if t == to]
+
+    def _index(self, rel: str) -> None:
+        "Index relation `rel` into `adj`, once: a relation is indexed on its first walk, so opening the graph stays quick."
+        for st, dt, es in self._unindexed.pop(rel, ()):
+            for (s, d), a in es.items():
+                self.adj[(st, s, rel)].append((dt, d, a)); self.adj[(dt, d, rel)].append((st, s, a))
+
+    def title_words(self) -> dict:
+        "Folded word -> the ids of the papers whose title holds it (built on first use): what finds a title written without quotes (08_agentic)."
+        if self._title_words is None:
+            idx = defaultdict(set)
+            for (t, folded), ids in self.by_label.items():
+                if t == 'Paper':
+                    for w in set(folded.split()): idx[w].update(ids)
+            self._title_words = dict(idx)
+        return self._title_words
+
+    def state(self) -> dict:
+        "The graph and every index of it (each relation indexed) as plain dicts, lists, tuples, sets and strings: what `load_graph` caches."
+        for rel in list(self._unindexed): self._index(rel)
+        g = self.graph
+        return {'nodes': g.nodes, 'edges': g.edges, 'metadata': g.metadata, 'adj': dict(self.adj), 'by_label': dict(self.by_label),
+                'by_surname': dict(self.by_surname), 'name_toks': self.name_toks, 'venue_patterns': self.venue_patterns,
+                'title_words': self.title_words()}
+
+    @classmethod
+    def from_state(cls, s: dict) -> 'AcademicGraph':
+        "The graph `state()` described, with no indexing work."
+        self = cls.__new__(cls)
+        self.graph = ScholarlyGraph(nodes=s['nodes'], edges=s['edges'], metadata=s['metadata'])
+        self.nodes = {t: self.graph.nodes.get(t, {}) for t in ('Paper', 'Author', 'Venue')}
+        self.adj, self._unindexed = defaultdict(list, s['adj']), defaultdict(list)
+        self.by_label, self.by_surname = defaultdict(list, s['by_label']), defaultdict(list, s['by_surname'])
+        self.name_toks, self.venue_patterns, self._title_words = s['name_toks'], s['venue_patterns'], s['title_words']
+        return self
 
     def describe(self, type: str, id: str) -> str:
         "One line that tells a node apart from its namesakes."
@@ -170,12 +209,44 @@ class AcademicGraph:
     def summary(self) -> dict: return self.graph.summary()
     def __repr__(self): return f'AcademicGraph({", ".join(f"{k} {v}" for k, v in self.summary().items())})'
 
-def load_graph(folder) -> AcademicGraph:
-    "The graph folder written by `build_graph_folder` (`scholarqa graph build`), indexed."
+GRAPH_INDEX_VERSION = 1    # the layout of `AcademicGraph.state()`: a change makes every cached index stale
+GRAPH_INDEXES_KEPT = 8     # cached graph indexes kept: the most recently written
+
+@contextlib.contextmanager
+def no_gc():
+    "Python's cycle collector paused inside the block (and restored after): building many containers at once runs several times faster."
+    was = gc.isenabled()
+    gc.disable()
+    try: yield
+    finally:
+        if was: gc.enable()
+
+def graph_index_cache(graph_file) -> Path:
+    "Where the indexed form of a graph file is cached: named by its path, and by its size, time and the formats, so an edit makes it stale."
+    f = Path(graph_file).resolve()
+    st = f.stat()
+    stamp = f'{st.st_size}|{st.st_mtime_ns}|{GRAPH_FORMAT}|{GRAPH_INDEX_VERSION}|{sys.version_info[:2]}'
+    return user_cache_dir() / 'graphs' / f'{blake2b_hex(str(f), 8)}-{blake2b_hex(stamp, 8)}.marshal'
+
+def load_graph(folder, cache: bool = True) -> AcademicGraph:
+    "The graph folder written by `build_graph_folder` (`scholarqa graph build`), indexed — from the user's cache when it was opened before (`cache=False`: rebuilt, nothing written)."
     folder = Path(folder)
     if not (folder / GRAPH_FILE).is_file():
         raise FileNotFoundError(f'{folder}: no {GRAPH_FILE}, so not a graph folder (write one with `scholarqa graph build`)')
-    return AcademicGraph(graph_from_json(read_json(folder / GRAPH_FILE)))
+    path = graph_index_cache(folder / GRAPH_FILE) if cache else None
+    with no_gc():                     # millions of new containers: the cycle collector would walk them again and again
+        if path is not None and path.is_file():
+            try: return AcademicGraph.from_state(marshal.loads(path.read_bytes()))
+            except (OSError, EOFError, ValueError, TypeError, KeyError): pass   # a damaged or foreign file: indexed again below
+        g = AcademicGraph(graph_from_json(read_json(folder / GRAPH_FILE)))
+    if path is not None:
+        try:
+            atomic_write_bytes(path, marshal.dumps(g.state()))
+            kept = sorted(path.parent.glob('*.marshal'), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in kept[GRAPH_INDEXES_KEPT:] + [p for p in kept if p != path and p.name.split('-')[0] == path.name.split('-')[0]]:
+                old.unlink(missing_ok=True)      # this file's earlier versions, and all but the latest few graphs opened
+        except (OSError, ValueError): pass                                 # an unwritable cache costs the next load its time
+    return g
 
 def demo_graph() -> AcademicGraph:
     "The graph of the embedded demo corpus (16 papers), for lessons and tests."

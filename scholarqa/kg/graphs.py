@@ -236,13 +236,15 @@ def venue_key(raw: str) -> str:
 # %% ../../nbs/01b_graphs.ipynb #df63e4ea
 _AUTHOR_SUFFIXES = {'jr', 'sr', 'ii', 'iii', 'iv'}
 _AUTHOR_FOLD = str.maketrans({'ø': 'o', 'Ø': 'O', 'ł': 'l', 'Ł': 'L', 'ß': 'ss', 'đ': 'd', 'Đ': 'D', 'æ': 'ae', 'Æ': 'AE', 'œ': 'oe', 'ı': 'i'})
+_NON_KEY = re.compile(r'[^a-z0-9]+')
 
 @functools.lru_cache(maxsize=1 << 17)
 def author_key(name: str) -> str:
     "Identity key of a person's name: 'Rush, Alexander M.' and 'Alexander M. Rush' → 'alexander m rush'."
-    s = unicodedata.normalize('NFKD', (name or '').translate(_AUTHOR_FOLD))
-    s = ''.join(c for c in s if not unicodedata.combining(c)).casefold()
-    parts = [re.sub(r'[^a-z0-9]+', ' ', p).strip() for p in s.split(',')]
+    s = name or ''
+    if not s.isascii():                 # ASCII has nothing to fold: most names skip the per-character pass
+        s = ''.join(c for c in unicodedata.normalize('NFKD', s.translate(_AUTHOR_FOLD)) if not unicodedata.combining(c))
+    parts = [_NON_KEY.sub(' ', p).strip() for p in s.casefold().split(',')]
     parts = [p for p in parts if p]
     suffix = [p for p in parts if p in _AUTHOR_SUFFIXES]
     parts = [p for p in parts if p not in _AUTHOR_SUFFIXES]

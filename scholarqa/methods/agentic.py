@@ -48,9 +48,9 @@ def _blank(text: str, spans) -> str:
 def similar_titles(graph: AcademicGraph, text: str, k: int = 5, min_ratio: float = 0.6) -> list[tuple[str, float]]:
     "Papers whose title is closest to `text` by character similarity (difflib), among those sharing one of its rarest words."
     import difflib
-    _title_index(graph)
-    words = sorted(set(fold(text).split()), key=lambda w: len(graph._title_words.get(w, ())) or 1e9)
-    pool = set().union(*(graph._title_words.get(w, set()) for w in words[:3])) if words else set()
+    idx = graph.title_words()
+    words = sorted(set(fold(text).split()), key=lambda w: len(idx.get(w, ())) or 1e9)
+    pool = set().union(*(idx.get(w, set()) for w in words[:3])) if words else set()
     target = fold(text)
     scored = [(pid, difflib.SequenceMatcher(None, target, fold(graph.label('Paper', pid))).ratio()) for pid in pool]
     return sorted([x for x in scored if x[1] >= min_ratio], key=lambda x: (-x[1], x[0]))[:k]
@@ -69,14 +69,6 @@ def find_titles(graph: AcademicGraph, question: str) -> list[Mention]:
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
-def _title_index(graph: AcademicGraph) -> dict:
-    "folded word -> the papers whose title holds it (built once per graph)."
-    if graph._title_words is None:
-        idx = defaultdict(set)
-        for pid, a in graph.nodes['Paper'].items():
-            for w in set(fold(a.get('title', '')).split()): idx[w].add(pid)
-        graph._title_words = idx
-    return graph._title_words
 
 def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: int = 4, min_ratio: float = 0.9,
                        margin: float = 0.02) -> list[Mention]:
@@ -85,7 +77,7 @@ def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: 
     text = _blank(question, skip)
     toks = [(fold(m.group()), m.start(), m.end()) for m in _WORD.finditer(text)]
     toks = [t for t in toks if t[0]]
-    idx, qwords = _title_index(graph), {t[0] for t in toks}
+    idx, qwords = graph.title_words(), {t[0] for t in toks}
     hits = defaultdict(int)
     for w in qwords:
         if len(idx.get(w, ())) <= 2000:                      # a word in most titles says nothing about which one
@@ -125,7 +117,7 @@ def link_author(graph: AcademicGraph, name: str, span=(0, 0)) -> Mention:
     "The author nodes `name` may mean: the same folded name, else every compatible name (most papers first)."
     toks = name_tokens(name)
     if len(toks) < 2: return Mention('Author', name, span, [], 'none', 0.0)
-    order = lambda a: (-len(graph.adj[('Author', a, 'writes')]), graph.label('Author', a), a)
+    order = lambda a: (-len(graph.neighbours('Author', a, 'writes', 'Paper')), graph.label('Author', a), a)
     exact = sorted((a for a in graph.by_surname.get(toks[-1], []) if graph.name_toks[a] == toks), key=order)
     if exact: return Mention('Author', name, span, exact, 'exact', 1.0)
     fits = sorted((a for a in graph.by_surname.get(toks[-1], []) if names_compatible(toks, graph.name_toks[a])), key=order)

@@ -14,10 +14,9 @@ import numpy as np
 import os
 import secrets
 from fastcore.basics import patch
-import pandas as pd
 import time
 from ..measure import QUERY_THREADS, query_threads
-from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled, split_sentences
+from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled, split_sentences, user_cache_dir
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
@@ -46,8 +45,8 @@ def model_identity(model: str) -> str:
     return f'{p.parent.name}/{p.name}@{h.hexdigest()}'
 
 def default_cache_dir() -> Path:
-    "Where derived files (exported ONNX models) go: `$SCHOLARQA_CACHE`, else `~/.cache/scholarqa` — never the repository."
-    return Path(os.environ.get('SCHOLARQA_CACHE') or Path.home() / '.cache' / 'scholarqa')
+    "Where derived files (exported ONNX models) go: 00_doc's `user_cache_dir` (`$SCHOLARQA_CACHE`, else `~/.cache/scholarqa`)."
+    return user_cache_dir()
 
 # %% ../../nbs/02d_dense.ipynb #c6d91ebe
 class EmbeddingCache:
