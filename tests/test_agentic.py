@@ -200,3 +200,46 @@ def test_cli_agentic_ask_needs_no_pytorch_once_the_query_encoder_is_cached(tmp_p
     assert light.returncode == 0, light.stderr[-2000:]
     a, b = json.loads(full.stdout), json.loads(light.stdout)
     assert a['status'] == b['status'] == 'ok' and a['values'] and a['values'] == b['values'], (a, b)
+
+
+FREE = Path(__file__).resolve().parents[1] / 'data' / 'eval'
+
+
+def _shape(text: str, labels: dict) -> str:
+    "A question with its names replaced by their slot, folded: what a template or a prototype would have to equal."
+    import re
+    from scholarqa.kg.academic import fold
+    for kind, label in labels.items():
+        text = re.sub(re.escape(str(label)), f' xslot{kind.lower()} ', text, flags=re.I)
+    text = re.sub(r'\{(\w+)\}|\[([A-Z]+)\]', lambda m: f' xslot{(m.group(1) or m.group(2)).lower()} ', text)
+    return fold(text)
+
+
+def test_free_wording_sets_are_split_by_phrasing():
+    """The free-wording sets (08b) are apart from everything the planner was built around: no question has the shape of a
+    template phrasing (08a) or a planner prototype (08_agentic), dev and test share no question and no person or paper they
+    start from, and neither starts from a person or paper of the paraphrase set (venues are few: every set names ACL)."""
+    from scholarqa.methods.agentic import PROTOTYPES
+    from scholarqa.methods.agentic_questions import PHRASINGS
+    sets = {s: [json.loads(l) for l in (FREE / f'agentic_free_wording_{s}.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
+            for s in ('dev', 'test')}
+    assert len(sets['dev']) >= 40 and len(sets['test']) >= 40
+    known = {_shape(t, {}) for ts in [*PHRASINGS.values(), *PROTOTYPES.values()] for t in ts}
+    for s, qs in sets.items():
+        for q in qs:
+            assert ('intent' in q) != (q.get('expect') == 'refuse'), q
+            assert _shape(q['question'], q.get('start', {})) not in known, (s, q['id'], q['question'])
+    starts = {s: {v for q in qs for k, v in q.get('start', {}).items() if k in ('Author', 'Paper')} for s, qs in sets.items()}
+    assert not starts['dev'] & starts['test'], starts['dev'] & starts['test']
+    assert not {q['question'] for q in sets['dev']} & {q['question'] for q in sets['test']}
+    para = {v for l in (FREE / 'agentic_paraphrases.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()
+            for k, v in json.loads(l).get('start', {}).items() if k in ('Author', 'Paper')}
+    assert not (starts['dev'] | starts['test']) & para
+
+
+def test_free_wording_labels_name_one_node_each(real_graph):
+    "Every start label of the free-wording sets names exactly one node of the real graph, so their gold answers are the graph's."
+    from scholarqa.methods.agentic_questions import load_paraphrases
+    for s in ('dev', 'test'):
+        qs = load_paraphrases(FREE / f'agentic_free_wording_{s}.jsonl', real_graph[0])
+        assert all(q['gold'] for q in qs if 'intent' in q), s

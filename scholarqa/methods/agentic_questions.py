@@ -170,7 +170,7 @@ def loose_questions(questions: list[dict], graph: AcademicGraph, seed: int = 0) 
     return out
 
 def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
-    "Hand-written questions (JSONL: intent + start given by labels, or an expected status); gold answers computed from `graph`."
+    "Hand-written questions (JSONL: intent + start given by labels, an expected status, or `expect: refuse`); gold answers computed from `graph`."
     out = []
     for line in Path(path).read_text(encoding='utf-8').splitlines():
         if not line.strip(): continue
@@ -195,8 +195,10 @@ def evaluate_agent(agent, questions: list[dict], progress: bool = False) -> list
         dt = time.perf_counter() - t0
         plan = a.plan or {}
         if q.get('expect_status'): s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status == q['expect_status']))
+        elif q.get('expect') == 'refuse': s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status != 'ok'))   # any honest non-answer
         else: s = score_answer(a.values, q['gold'])
-        rows.append({'id': q['id'], 'source': q.get('source'), 'type': q.get('type') or q.get('expect_status'), 'intent': q.get('intent'),
+        s['wrong_ok'] = float(a.status == 'ok' and s['accuracy'] < 1)     # a wrong answer presented as an answer
+        rows.append({'id': q['id'], 'source': q.get('source'), 'type': q.get('type') or q.get('expect_status') or q.get('kind'), 'intent': q.get('intent'),
                      'predicted_type': plan.get('query_type'), 'predicted_intent': plan.get('intent'), 'status': a.status,
                      'expansions': plan.get('expansions', 0), 'verification': (plan.get('verification') or {}).get('score'), **s, 'seconds': dt})
     return rows
