@@ -210,11 +210,7 @@ def _index_cmd(args) -> int:
     engine = None
     if args.engine == 'ray':
         dist = need('scholarqa.retrieval.distributed', 'index,embed,ray', 'index --engine ray')
-        from importlib.util import find_spec
-        try: missing = find_spec('ray') is None
-        except ModuleNotFoundError: missing = True       # an import hook that refuses the package outright
-        if missing:                                     # said before the corpus is chunked and the model loaded, not after
-            raise MissingExtra("scholarqa index --engine ray: needs the optional package 'ray'; install it with: pip install 'scholarqa[ray]'")
+        need('ray', 'ray', 'index --engine ray')        # a missing Ray said before the corpus is chunked and the model loaded
         try: engine = dist.RayEngine(address=args.address, actors=args.actors or (1 if args.address else os.cpu_count() or 1))
         except ValueError as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     t0 = time.perf_counter()
