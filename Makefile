@@ -21,7 +21,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # compile the package's modules again from source
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test reproduce reproduce-full check-sync import-check nbdev-test outputs-check pytest readme lab clean-venv
+.PHONY: setup fresh-encode-cache test reproduce reproduce-full check-sync import-check nbdev-test outputs-check pytest readme lab clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,7 +41,16 @@ setup: $(STAMP)
 
 ## the test command (README): sync checks, every module importable alone, the lessons' tests, every experiment companion
 ## re-run at CI size and compared with its committed outputs/<folder>/ci/ tables, integration tests
-test: setup check-sync import-check nbdev-test outputs-check pytest
+test: setup fresh-encode-cache check-sync import-check nbdev-test outputs-check pytest
+
+# the test run's processes build the same demo indexes again and again, each in a new process: whole encoding calls are
+# kept in one folder for the run ($$SCHOLARQA_ENCODE_CACHE, 02d_dense), bit for bit what the encoding would produce.
+# `make test` starts it empty; the runs that write committed tables (`make reproduce`) never set it
+ENCODE_CACHE := $(CURDIR)/.cache/encode
+nbdev-test outputs-check pytest: export SCHOLARQA_ENCODE_CACHE := $(ENCODE_CACHE)
+
+fresh-encode-cache:
+	rm -rf $(ENCODE_CACHE)
 
 check-sync: setup
 	$(PY) tools/check_sync.py

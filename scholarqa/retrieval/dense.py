@@ -20,11 +20,13 @@ from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_mi
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
-__all__ = ['ICT_RECORD', 'QUERY_BATCH', 'PARITY_TEXTS', 'PARITY_MIN_COSINE', 'VECTOR_INDEX_KINDS', 'default_embedding_model',
-           'model_identity', 'default_cache_dir', 'EmbeddingCache', 'quiet_model_loading', 'trainer_progress',
-           'Encoder', 'onnx_available', 'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark',
-           'onnx_session', 'onnx_feed', 'OnnxQueryEncoder', 'export_query_encoder', 'cached_query_encoder',
-           'VectorIndex', 'ann_recall', 'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
+__all__ = ['ICT_RECORD', 'QUERY_BATCH', 'ENCODE_CACHE_ENV', 'SHARED_MIN', 'PARITY_TEXTS', 'PARITY_MIN_COSINE',
+           'VECTOR_INDEX_KINDS', 'default_embedding_model', 'model_identity', 'default_cache_dir', 'EmbeddingCache',
+           'quiet_model_loading', 'trainer_progress', 'plain_model_config', 'Encoder', 'onnx_available',
+           'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'onnx_session', 'onnx_feed',
+           'OnnxQueryEncoder', 'export_query_encoder', 'cached_query_encoder_dir', 'cached_query_encoder',
+           'copy_query_encoder', 'VectorIndex', 'ann_recall', 'chunk_int_id', 'DenseRetriever',
+           'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -135,6 +137,21 @@ def trainer_progress(trainer, desc: str, enabled: bool = True, every: float = 5.
                 self.last = now
     trainer.add_callback(_Report())
 
+def plain_model_config(path) -> dict | None:
+    """`{'max_seq_length', 'dim'}` of a local sentence-transformers folder that is a Transformer, one pooling mode and perhaps
+    Normalize, read from its configuration files without loading PyTorch; None for any other model (it is loaded to ask)."""
+    p = Path(path)
+    try:
+        mods = json.loads((p / 'modules.json').read_text(encoding='utf-8'))
+        kinds = [m['type'].rsplit('.', 1)[-1] for m in mods]
+        if kinds not in (['Transformer', 'Pooling'], ['Transformer', 'Pooling', 'Normalize']) or mods[0]['path'] != '': return None
+        sb = json.loads((p / 'sentence_bert_config.json').read_text(encoding='utf-8'))
+        pool = json.loads((p / mods[1]['path'] / 'config.json').read_text(encoding='utf-8'))
+        modes = [k for k, v in pool.items() if k.startswith('pooling_mode') and v is True]
+        if sb.get('do_lower_case') or len(modes) != 1 or not sb.get('max_seq_length'): return None
+        return {'max_seq_length': int(sb['max_seq_length']), 'dim': int(pool['word_embedding_dimension'])}
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError): return None
+
 class Encoder:
     "Sentence embeddings: (n, d) float32, L2-normalised, batched, cached by blake2b(model id + exact text)."
     def __init__(self, model=None,          # hub name, local folder, or a loaded SentenceTransformer; None = bundled MiniLM
@@ -144,21 +161,44 @@ class Encoder:
                  max_seq_length: int | None = None,   # tokens per text (None = the model's own; MiniLM: 256)
                  onnx_dir=None,             # where exported ONNX files go (None = default_cache_dir()/'onnx')
                  progress: bool = True):
-        from sentence_transformers import SentenceTransformer
-        quiet_model_loading()
         if backend not in ('torch', 'onnx', 'onnx-int8'): raise ValueError(f"backend must be 'torch', 'onnx' or 'onnx-int8', not {backend!r}")
-        if isinstance(model, SentenceTransformer): self.st = model
-        else: self.st = SentenceTransformer(str(settled(model) if model else default_embedding_model()), device=device)
-        self.name = str(getattr(self.st[0].auto_model.config, '_name_or_path', '') or model)
+        self._st, self._tokenizer, self._device, plain = None, None, device, None
+        if model is not None and not isinstance(model, (str, os.PathLike)): self._st, self._path = model, None   # a loaded model
+        else:
+            self._path = str(settled(model) if model else default_embedding_model())
+            plain = plain_model_config(self._path)          # a plain local folder: PyTorch waits until a text must be encoded
+        st = self.st if plain is None else None
+        self.name = self._path if st is None else str(getattr(st[0].auto_model.config, '_name_or_path', '') or model)
         self.model_id = model_identity(self.name)
-        self.max_seq_length = int(max_seq_length or self.st.max_seq_length)   # applied per call: a shared model is not changed
-        self.dim = int((getattr(self.st, 'get_embedding_dimension', None) or self.st.get_sentence_embedding_dimension)())
-        self.tokenizer, self.backend, self.batch_size, self.progress = self.st.tokenizer, backend, batch_size, progress
+        self.max_seq_length = int(max_seq_length or (plain or {}).get('max_seq_length') or st.max_seq_length)   # applied per call
+        self.dim = plain['dim'] if st is None else int((getattr(st, 'get_embedding_dimension', None) or st.get_sentence_embedding_dimension)())
+        self.backend, self.batch_size, self.progress = backend, batch_size, progress
         self.onnx_dir = Path(onnx_dir) if onnx_dir else default_cache_dir() / 'onnx'
         self.cache_id = f'{self.model_id}|{backend}|{self.max_seq_length}'
         self.cache = EmbeddingCache(Path(cache_dir) / blake2b_hex(self.cache_id) if cache_dir else None, self.dim)
         self._session = None
         self.reset_stats()
+
+    @property
+    def st(self):
+        "The SentenceTransformer, loaded (with PyTorch) the first time something needs it."
+        if self._st is None:
+            from sentence_transformers import SentenceTransformer
+            quiet_model_loading()
+            self._st = SentenceTransformer(self._path, device=self._device)
+        return self._st
+
+    @property
+    def tokenizer(self):
+        "The model's tokenizer: the loaded model's, or the folder's own through transformers without loading the model."
+        if self._tokenizer is None and self._st is not None: return self._st.tokenizer
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+            self._tokenizer = AutoTokenizer.from_pretrained(self._path, model_max_length=plain_model_config(self._path)['max_seq_length'])
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tok): self._tokenizer = tok      # a subclass that loads its own (SPLADE's masked LM) sets it
 
     def reset_stats(self): self.stats = {'encoded': 0, 'cached': 0, 'truncated': 0}
     def __repr__(self): return f'Encoder({self.model_id}, backend={self.backend}, dim={self.dim}, max_seq_length={self.max_seq_length})'
@@ -166,8 +206,11 @@ class Encoder:
         "Cache key of one text: blake2b of the model/backend/window id and the exact text."
         return blake2b_hex(self.cache_id + '\x00' + text, 16)
 
+
 # %% ../../nbs/02d_dense.ipynb #3395c900
 QUERY_BATCH = 8      # at most this many uncached texts are encoded on the single-query thread setting
+ENCODE_CACHE_ENV = 'SCHOLARQA_ENCODE_CACHE'   # a folder: whole encoding calls kept for the next process that makes the same call
+SHARED_MIN = 16      # calls with fewer texts are not kept (a file per call would cost more than the encoding)
 
 @patch
 def _embed(self: Encoder, texts: list[str]) -> np.ndarray:
@@ -197,6 +240,26 @@ def _encode_batches(self: Encoder, texts: list[str]) -> np.ndarray:
              for s in progress(starts, f'encoding {len(texts)} texts', unit='batches', enabled=self.progress)]
     return self._concat(parts)[np.argsort(order)]
 
+def _thread_setting() -> str:
+    "The thread count torch runs (or will run) on: part of a shared call's key, since it can move the last bits of a vector."
+    import sys
+    if 'torch' in sys.modules: return str(sys.modules['torch'].get_num_threads())
+    return os.environ.get('OMP_NUM_THREADS') or str(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count())
+
+@patch
+def _encode_shared(self: Encoder, texts: list[str]) -> np.ndarray:
+    "`_encode_batches`, or, when `$SCHOLARQA_ENCODE_CACHE` names a folder, the vectors an earlier process computed for this very call."
+    root = os.environ.get(ENCODE_CACHE_ENV)
+    if not root or len(texts) < SHARED_MIN: return self._encode_batches(texts)
+    key = blake2b_hex('\x00'.join([self.cache_id, str(self.batch_size), _thread_setting(), *texts]), 16)
+    f = Path(root) / f'{key}.npy'
+    try: return np.load(f)
+    except (OSError, ValueError): pass                                   # not there yet (or torn by a crash): encode
+    v = self._encode_batches(texts)
+    if isinstance(v, np.ndarray):                                        # dense vectors only (SPLADE's sparse ones are not kept)
+        f.parent.mkdir(parents=True, exist_ok=True); buf = io.BytesIO(); np.save(buf, v); atomic_write_bytes(f, buf.getvalue())
+    return v
+
 @patch
 def encode(self: Encoder, texts, use_cache: bool = True) -> np.ndarray:
     "Embeddings (n, dim) float32, unit length; cached texts are not encoded again."
@@ -207,7 +270,7 @@ def encode(self: Encoder, texts, use_cache: bool = True) -> np.ndarray:
         if len(texts) > QUERY_BATCH: return self._encode_batches(texts)
         with query_threads(): return self._encode_batches(texts)
     keys = [self.text_key(t) for t in texts]
-    new = self.cache.fill(keys, texts, self._encode_batches)              # unique missing texts, encoded once
+    new = self.cache.fill(keys, texts, self._encode_shared)              # unique missing texts, encoded once
     self.stats['encoded'] += new; self.stats['cached'] += len(texts) - new
     return self.cache.get(keys)
 
@@ -406,8 +469,8 @@ def export_query_encoder(encoder: Encoder, out_dir, texts=PARITY_TEXTS) -> dict:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
 
 # %% ../../nbs/02d_dense.ipynb #d919b64d
-def cached_query_encoder(model=None):        # a local model folder or hub name; None = the bundled MiniLM
-    "A PyTorch-free query encoder of `model`, exported on first use into the machine's cache; the PyTorch `Encoder` without ONNX."
+def cached_query_encoder_dir(model=None) -> Path | None:   # a local model folder or hub name; None = the bundled MiniLM
+    "The machine's PyTorch-free export of `model` (`<cache>/query_encoders/<key>`), exported on first use; None if it cannot be."
     name = str(settled(model) if model else default_embedding_model())
     p = Path(name)                                # a folder is named by its files' names, sizes and times (hashing its weights is slow)
     stamp = [(str(f.relative_to(p)), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.rglob('*')) if f.is_file()] if p.is_dir() else []
@@ -421,8 +484,32 @@ def cached_query_encoder(model=None):        # a local model folder or hub name;
                 if not ready(): export_query_encoder(Encoder(name, progress=False), out)
             except (ValueError, RuntimeError, OSError) as e:          # the export failed its parity check or could not be written
                 import warnings; warnings.warn(f'query encoder not exported ({e}); encoding queries with PyTorch')
-    if ready() and importlib.util.find_spec('onnxruntime') is not None: return OnnxQueryEncoder(out, cache_dir=out / 'cache')
-    return Encoder(name, progress=False)
+    return out if ready() else None
+
+def cached_query_encoder(model=None):        # a local model folder or hub name; None = the bundled MiniLM
+    "A PyTorch-free query encoder of `model`, exported on first use into the machine's cache; the PyTorch `Encoder` without ONNX."
+    out = cached_query_encoder_dir(model)
+    if out is not None and importlib.util.find_spec('onnxruntime') is not None: return OnnxQueryEncoder(out, cache_dir=out / 'cache')
+    return Encoder(str(settled(model) if model else default_embedding_model()), progress=False)
+
+def copy_query_encoder(src, out_dir) -> dict:
+    "Put the exported query encoder in `src` (its files, not its query cache) into `out_dir`, replaced atomically; returns its encoder.json."
+    import shutil, tempfile
+    src, out = Path(src), Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix='.query_encoder-', dir=out.parent))
+    try:
+        for f in src.iterdir():
+            if not f.is_file() or f.name.endswith('.lock'): continue
+            try: os.link(f, tmp / f.name)                               # a hard link: no second copy of the weights
+            except OSError: shutil.copy2(f, tmp / f.name)               # another file system, or links not allowed
+        info = json.loads((tmp / 'encoder.json').read_text(encoding='utf-8'))
+        if out.exists(): shutil.rmtree(out)
+        os.replace(tmp, out)
+        return info
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
+
 
 # %% ../../nbs/02d_dense.ipynb #def9fdff
 def _faiss():

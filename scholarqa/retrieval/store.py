@@ -21,7 +21,7 @@ from .bm25 import BM25Index
 from .fusion import HybridRetriever
 from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever, VectorIndex, ann_recall, chunk_int_id,
                                        default_embedding_model, model_identity, OnnxQueryEncoder,
-                                       export_query_encoder, onnx_available)
+                                       export_query_encoder, onnx_available, cached_query_encoder_dir, copy_query_encoder)
 from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
@@ -127,13 +127,19 @@ def _query_encoder_pending(self: IndexStore) -> bool:
 
 @patch
 def _ensure_query_encoder(self: IndexStore) -> None:
-    "Export the PyTorch-free query encoder if the index wants one and lacks a current one; the outcome goes into meta.json."
+    "Give the index a PyTorch-free query encoder if it wants one and lacks a current one; the outcome goes into meta.json."
     if not self._query_encoder_pending(): return
     d = self.path / QUERY_ENCODER_DIR
     if not onnx_available():
         self.meta['query_encoder'] = {'error': "not exported: needs onnx and onnxruntime (pip install 'scholarqa[index]')"}; return
-    try: self.meta['query_encoder'] = {k: v for k, v in export_query_encoder(self.encoder, d).items() if k in ('model_id', 'parity')}
-    except (ValueError, RuntimeError, NotImplementedError, OSError) as e:
+    try:
+        bundled = Path(self.encoder.name) == Path(default_embedding_model())   # the one model every index shares: exported once per machine
+        src = cached_query_encoder_dir() if bundled else None                  # (a trained model's folder gets its own export below)
+        if src is not None and json.loads((src / 'encoder.json').read_text())['model_id'] == self.meta['model_id']:
+            info = copy_query_encoder(src, d)                             # exported once per machine and model: copied
+        else: info = export_query_encoder(self.encoder, d)
+        self.meta['query_encoder'] = {k: v for k, v in info.items() if k in ('model_id', 'parity')}
+    except (ValueError, RuntimeError, NotImplementedError, OSError, KeyError) as e:
         warnings.warn(f'{self.path}: no PyTorch-free query encoder ({e}); queries will be encoded with PyTorch')
         self.meta['query_encoder'] = {'error': str(e)}
     self._qenc = None
