@@ -19,7 +19,8 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
            'IngestError', 'RecordError', 'read_bytes', 'read_text', 'read_json', 'iter_jsonl', 'atomic_write_npy',
            'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json', 'aside_path', 'restore_aside', 'replace_dir',
            'FolderBusy', 'lock_path', 'lock_wait', 'writer_lock', 'settled', 'writes', 'progress', 'user_cache_dir',
-           'bundled_minilm_path', 'load_tokenizer', 'TokenCounter', 'count_tokens', 'corpus_stats']
+           'bundled_minilm_path', 'load_tokenizer', 'TokenCounter', 'count_tokens', 'corpus_stats',
+           'quiet_model_loading', 'trainer_progress']
 
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
@@ -617,7 +618,8 @@ class TokenCounter:
         from tokenizers import Tokenizer
         self.tok = Tokenizer.from_file(str(Path(path or bundled_minilm_path()) / 'tokenizer.json'))
         self.tok.no_truncation(); self.tok.no_padding()
-    def __call__(self, text, add_special_tokens: bool = True, return_offsets_mapping: bool = False) -> dict:
+    def __call__(self, text, add_special_tokens: bool = True, return_offsets_mapping: bool = False,
+                 verbose: bool = True) -> dict:      # verbose: accepted as Hugging Face's is (there is no length warning to silence)
         "As a Hugging Face tokenizer's call: {'input_ids': …} (and 'offset_mapping'), for one text or a list."
         one = isinstance(text, str)
         encs = self.tok.encode_batch([text] if one else list(text), add_special_tokens=add_special_tokens)
@@ -646,3 +648,25 @@ def corpus_stats(papers: Iterable[Paper], tokenizer=None) -> dict:
             'words': sum(len(t.split()) for t in texts), 'tokens': sum(toks), 'kinds': kinds,
             'references': sum(len(p.references) for p in papers),
             'resolved_references': sum(1 for p in papers for r in p.references if r.resolved), 'paragraph_tokens': toks}
+
+def quiet_model_loading() -> None:
+    "Turn off transformers' per-tensor loading bar: it says nothing a user needs, and clutters logs where stderr is not a terminal."
+    try:
+        from transformers.utils import logging as hf_logging; hf_logging.disable_progress_bar()
+    except ImportError: pass
+
+def trainer_progress(trainer, desc: str, enabled: bool = True, every: float = 5.0) -> None:
+    "Make a transformers Trainer quiet on stdout and, if `enabled`, report 'desc: step/steps, seconds' on stderr every few seconds."
+    import sys
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
+    for cb in (PrinterCallback, ProgressCallback): trainer.remove_callback(cb)      # they print every logged step to stdout
+    if not enabled: return
+    class _Report(TrainerCallback):
+        def __init__(self): self.t0 = self.last = time.monotonic()
+        def on_step_end(self, args, state, control, **kw):
+            now = time.monotonic()
+            if now - self.last >= every or state.global_step == state.max_steps:
+                print(f'{desc}: {state.global_step}/{state.max_steps} steps, {now - self.t0:.0f} s', file=sys.stderr, flush=True)
+                self.last = now
+    trainer.add_callback(_Report())
+

@@ -13,20 +13,20 @@ import json
 import numpy as np
 import os
 import secrets
+import sys
 from fastcore.basics import patch
 import time
 from ..measure import QUERY_THREADS, query_threads
-from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled, split_sentences, user_cache_dir
+from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled, split_sentences, user_cache_dir, TokenCounter, quiet_model_loading, trainer_progress
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
 __all__ = ['ICT_RECORD', 'QUERY_BATCH', 'ENCODE_CACHE_ENV', 'SHARED_MIN', 'PARITY_TEXTS', 'PARITY_MIN_COSINE',
            'VECTOR_INDEX_KINDS', 'default_embedding_model', 'model_identity', 'default_cache_dir', 'EmbeddingCache',
-           'quiet_model_loading', 'trainer_progress', 'plain_model_config', 'Encoder', 'onnx_available',
-           'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'onnx_session', 'onnx_feed',
-           'OnnxQueryEncoder', 'export_query_encoder', 'cached_query_encoder_dir', 'cached_query_encoder',
-           'copy_query_encoder', 'VectorIndex', 'ann_recall', 'chunk_int_id', 'DenseRetriever',
-           'SentenceWindowRetriever']
+           'plain_model_config', 'Encoder', 'onnx_available', 'export_module_onnx', 'export_onnx', 'quantize_onnx',
+           'encoder_benchmark', 'onnx_session', 'onnx_feed', 'OnnxQueryEncoder', 'export_query_encoder',
+           'cached_query_encoder_dir', 'cached_query_encoder', 'VectorIndex', 'ann_recall', 'chunk_int_id',
+           'DenseRetriever', 'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -116,30 +116,8 @@ class EmbeddingCache:
         self._add_shard(keys, self._load(self.path / f'{name}{self.suffix}'))
 
 # %% ../../nbs/02d_dense.ipynb #1103471d
-def quiet_model_loading() -> None:
-    "Turn off transformers' per-tensor loading bar: it says nothing a user needs, and clutters logs where stderr is not a terminal."
-    try:
-        from transformers.utils import logging as hf_logging; hf_logging.disable_progress_bar()
-    except ImportError: pass
-
-def trainer_progress(trainer, desc: str, enabled: bool = True, every: float = 5.0) -> None:
-    "Make a transformers Trainer quiet on stdout and, if `enabled`, report 'desc: step/steps, seconds' on stderr every few seconds."
-    import sys
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
-    for cb in (PrinterCallback, ProgressCallback): trainer.remove_callback(cb)      # they print every logged step to stdout
-    if not enabled: return
-    class _Report(TrainerCallback):
-        def __init__(self): self.t0 = self.last = time.monotonic()
-        def on_step_end(self, args, state, control, **kw):
-            now = time.monotonic()
-            if now - self.last >= every or state.global_step == state.max_steps:
-                print(f'{desc}: {state.global_step}/{state.max_steps} steps, {now - self.t0:.0f} s', file=sys.stderr, flush=True)
-                self.last = now
-    trainer.add_callback(_Report())
-
 def plain_model_config(path) -> dict | None:
-    """`{'max_seq_length', 'dim'}` of a local sentence-transformers folder that is a Transformer, one pooling mode and perhaps
-    Normalize, read from its configuration files without loading PyTorch; None for any other model (it is loaded to ask)."""
+    "`{'max_seq_length', 'dim'}` of a local folder of a Transformer, one pooling mode (and Normalize), from its config files; else None."
     p = Path(path)
     try:
         mods = json.loads((p / 'modules.json').read_text(encoding='utf-8'))
@@ -190,11 +168,13 @@ class Encoder:
 
     @property
     def tokenizer(self):
-        "The model's tokenizer: the loaded model's, or the folder's own through transformers without loading the model."
-        if self._tokenizer is None and self._st is not None: return self._st.tokenizer
+        "The loaded model's tokenizer; else the folder's tokenizer.json by `tokenizers` alone (`TokenCounter`: ids and offsets, what chunking asks)."
+        if getattr(self, '_st', None) is not None: return self._st.tokenizer
         if self._tokenizer is None:
-            from transformers import AutoTokenizer
-            self._tokenizer = AutoTokenizer.from_pretrained(self._path, model_max_length=plain_model_config(self._path)['max_seq_length'])
+            if self.backend == 'torch' and (Path(self._path) / 'tokenizer.json').is_file(): self._tokenizer = TokenCounter(self._path)
+            else:                                                    # the ONNX backends pad and truncate batches: the full tokenizer
+                from transformers import AutoTokenizer
+                self._tokenizer = AutoTokenizer.from_pretrained(self._path, model_max_length=plain_model_config(self._path)['max_seq_length'])
         return self._tokenizer
 
     @tokenizer.setter
@@ -240,18 +220,13 @@ def _encode_batches(self: Encoder, texts: list[str]) -> np.ndarray:
              for s in progress(starts, f'encoding {len(texts)} texts', unit='batches', enabled=self.progress)]
     return self._concat(parts)[np.argsort(order)]
 
-def _thread_setting() -> str:
-    "The thread count torch runs (or will run) on: part of a shared call's key, since it can move the last bits of a vector."
-    import sys
-    if 'torch' in sys.modules: return str(sys.modules['torch'].get_num_threads())
-    return os.environ.get('OMP_NUM_THREADS') or str(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count())
-
 @patch
 def _encode_shared(self: Encoder, texts: list[str]) -> np.ndarray:
     "`_encode_batches`, or, when `$SCHOLARQA_ENCODE_CACHE` names a folder, the vectors an earlier process computed for this very call."
     root = os.environ.get(ENCODE_CACHE_ENV)
     if not root or len(texts) < SHARED_MIN: return self._encode_batches(texts)
-    key = blake2b_hex('\x00'.join([self.cache_id, str(self.batch_size), _thread_setting(), *texts]), 16)
+    threads = str(sys.modules['torch'].get_num_threads()) if 'torch' in sys.modules else os.environ.get('OMP_NUM_THREADS') or str(len(os.sched_getaffinity(0)))
+    key = blake2b_hex('\x00'.join([self.cache_id, str(self.batch_size), threads, *texts]), 16)   # the thread count can move a vector's last bits
     f = Path(root) / f'{key}.npy'
     try: return np.load(f)
     except (OSError, ValueError): pass                                   # not there yet (or torn by a crash): encode
@@ -491,24 +466,6 @@ def cached_query_encoder(model=None):        # a local model folder or hub name;
     out = cached_query_encoder_dir(model)
     if out is not None and importlib.util.find_spec('onnxruntime') is not None: return OnnxQueryEncoder(out, cache_dir=out / 'cache')
     return Encoder(str(settled(model) if model else default_embedding_model()), progress=False)
-
-def copy_query_encoder(src, out_dir) -> dict:
-    "Put the exported query encoder in `src` (its files, not its query cache) into `out_dir`, replaced atomically; returns its encoder.json."
-    import shutil, tempfile
-    src, out = Path(src), Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix='.query_encoder-', dir=out.parent))
-    try:
-        for f in src.iterdir():
-            if not f.is_file() or f.name.endswith('.lock'): continue
-            try: os.link(f, tmp / f.name)                               # a hard link: no second copy of the weights
-            except OSError: shutil.copy2(f, tmp / f.name)               # another file system, or links not allowed
-        info = json.loads((tmp / 'encoder.json').read_text(encoding='utf-8'))
-        if out.exists(): shutil.rmtree(out)
-        os.replace(tmp, out)
-        return info
-    finally:
-        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
 
 
 # %% ../../nbs/02d_dense.ipynb #def9fdff

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/02g_store.ipynb #5d16c040
 from __future__ import annotations
-import inspect, json, shutil, tempfile, time, warnings
+import inspect, json, os, shutil, tempfile, time, warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,13 +21,13 @@ from .bm25 import BM25Index
 from .fusion import HybridRetriever
 from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever, VectorIndex, ann_recall, chunk_int_id,
                                        default_embedding_model, model_identity, OnnxQueryEncoder,
-                                       export_query_encoder, onnx_available, cached_query_encoder_dir, copy_query_encoder)
+                                       export_query_encoder, onnx_available, cached_query_encoder_dir)
 from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
 __all__ = ['INDEX_META', 'INDEX_VERSION', 'QUERY_ENCODER_DIR', 'STATE_PREFIX', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID',
-           'FIXED_SIZE', 'RECOMMENDED_HYBRID', 'SPEED_TIMING_COLUMNS', 'state_dir', 'IndexStore', 'build_index',
-           'dense_over', 'indexing_throughput', 'recommended_hybrid', 'speed_corpus', 'speed_retrievers',
+           'FIXED_SIZE', 'RECOMMENDED_HYBRID', 'SPEED_TIMING_COLUMNS', 'state_dir', 'IndexStore', 'copy_query_encoder',
+           'build_index', 'dense_over', 'indexing_throughput', 'recommended_hybrid', 'speed_corpus', 'speed_retrievers',
            'latency_rows', 'speed_table']
 
 # %% ../../nbs/02g_store.ipynb #ada0da3c
@@ -116,6 +116,24 @@ def query_encoder(self: IndexStore):
         except (OSError, ValueError, KeyError, ImportError): pass   # absent, stale or no onnxruntime: PyTorch encodes queries
         if self._qenc is None: self._qenc = self.encoder
     return self._qenc
+
+def copy_query_encoder(src, out_dir) -> dict:
+    "Put the exported query encoder in `src` (its files, not its query cache) into `out_dir`, replaced atomically; returns its encoder.json."
+    import shutil, tempfile
+    src, out = Path(src), Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix='.query_encoder-', dir=out.parent))
+    try:
+        for f in src.iterdir():
+            if not f.is_file() or f.name.endswith('.lock'): continue
+            try: os.link(f, tmp / f.name)                               # a hard link: no second copy of the weights
+            except OSError: shutil.copy2(f, tmp / f.name)               # another file system, or links not allowed
+        info = json.loads((tmp / 'encoder.json').read_text(encoding='utf-8'))
+        if out.exists(): shutil.rmtree(out)
+        os.replace(tmp, out)
+        return info
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
 
 @patch
 def _query_encoder_pending(self: IndexStore) -> bool:
