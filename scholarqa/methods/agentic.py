@@ -14,7 +14,7 @@ import numpy as np
 
 from ..kg.academic import GRAPH_FILE, SOURCE_ID_KEY, AcademicGraph, fold, load_graph, name_tokens
 from ..generate.answer import Answer, Evidence
-from ..kg.answers import answers_fit, expected_answer
+from ..kg.answers import answers_fit, constraints, expected_answer, intent_accounts, unaccounted
 from ..generate.method import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
@@ -322,6 +322,7 @@ class Planner:
         self.encoder, self.intents, self.temperature = encoder, intents or INTENTS, temperature
         self._protos = [(name, p) for name, i in self.intents.items() for p in i.prototypes]
         self._proto_vecs = np.asarray(encoder.encode([p for _, p in self._protos], use_cache=True))   # (n_prototypes, dim): kept
+        self.accounts = {n: intent_accounts(i.prototypes, i.template, i.slots) for n, i in self.intents.items()}   # 08c
 
     def classify(self, masked_question: str, slots: tuple) -> tuple:
         "(intent or None, p(type | q), {intent: best prototype cosine}) for a masked question whose mentions fill `slots`."
@@ -348,15 +349,17 @@ class Planner:
                   else 'no question type takes ' + (' and '.join(k.lower() for k in slots) if ms else 'a question that names no paper, author, venue or year')
             return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why)
         asked = expected_answer(mq)
-        if not answers_fit(self.intents[intent].answers, asked):            # the answer type decides among the intents that fit
-            fit = [n for n in self.fits(tuple(sorted({m.kind for m in ms}))) if answers_fit(self.intents[n].answers, asked)]
-            if not fit:
-                said = {'count:paper': 'a number of papers', 'count:citation': 'a number of citations', 'count:person': 'a number of people',
-                        'count:venue': 'a number of venues', 'count:*': 'a number'}.get(asked, f'a {asked}')
-                why = f'the question asks for {said}, and no question type over its ' \
-                      + ' and '.join(sorted({m.kind.lower() for m in ms})) + ' gives that'
-                return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why, asked)
-            intent = max(fit, key=lambda n: (best.get(n, -1.0), n))
+        fit = [n for n in self.fits(tuple(sorted({m.kind for m in ms}))) if answers_fit(self.intents[n].answers, asked)]   # the answer type
+        if not fit:
+            said = {'count:paper': 'a number of papers', 'count:citation': 'a number of citations', 'count:person': 'a number of people',
+                    'count:venue': 'a number of venues', 'count:*': 'a number'}.get(asked, f'a {asked}')
+            why = f'the question asks for {said}, and no question type over its ' + ' and '.join(sorted({m.kind.lower() for m in ms})) + ' gives that'
+            return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why, asked)
+        told = constraints(mq)                                               # and every constraint the question states (08c)
+        if not (whole := [n for n in fit if set(told) <= self.accounts[n]]):
+            near = intent if intent in fit else max(fit, key=lambda n: (best.get(n, -1.0), n))
+            return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', unaccounted(told, self.accounts[near]), asked)
+        if intent not in whole: intent = max(whole, key=lambda n: (best.get(n, -1.0), n))
         it = self.intents[intent]
         used = [next(m for m in ms if m.kind == k) for k in it.slots]          # one mention per slot: the first
         plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type], [dict(o) for o in it.ops], answer_type=asked)
