@@ -140,7 +140,7 @@ class Encoder:
                  onnx_dir=None,             # where exported ONNX files go (None = default_cache_dir()/'onnx')
                  progress: bool = True):
         if backend not in ('torch', 'onnx', 'onnx-int8'): raise ValueError(f"backend must be 'torch', 'onnx' or 'onnx-int8', not {backend!r}")
-        self._st, self._tokenizer, self._device, plain = None, None, device, None
+        self._st, self._tokenizer, self._device, plain = None, None, device, None   # plain: see plain_model_config
         if model is not None and not isinstance(model, (str, os.PathLike)): self._st, self._path = model, None   # a loaded model
         else:
             self._path = str(settled(model) if model else default_embedding_model())
@@ -148,6 +148,7 @@ class Encoder:
         st = self.st if plain is None else None
         self.name = self._path if st is None else str(getattr(st[0].auto_model.config, '_name_or_path', '') or model)
         self.model_id = model_identity(self.name)
+        self._plain = plain
         self.max_seq_length = int(max_seq_length or (plain or {}).get('max_seq_length') or st.max_seq_length)   # applied per call
         self.dim = plain['dim'] if st is None else int((getattr(st, 'get_embedding_dimension', None) or st.get_sentence_embedding_dimension)())
         self.backend, self.batch_size, self.progress = backend, batch_size, progress
@@ -174,7 +175,7 @@ class Encoder:
             if self.backend == 'torch' and (Path(self._path) / 'tokenizer.json').is_file(): self._tokenizer = TokenCounter(self._path)
             else:                                                    # the ONNX backends pad and truncate batches: the full tokenizer
                 from transformers import AutoTokenizer
-                self._tokenizer = AutoTokenizer.from_pretrained(self._path, model_max_length=plain_model_config(self._path)['max_seq_length'])
+                self._tokenizer = AutoTokenizer.from_pretrained(self._path, model_max_length=(self._plain or {}).get('max_seq_length'))
         return self._tokenizer
 
     @tokenizer.setter
@@ -225,7 +226,7 @@ def _encode_shared(self: Encoder, texts: list[str]) -> np.ndarray:
     "`_encode_batches`, or, when `$SCHOLARQA_ENCODE_CACHE` names a folder, the vectors an earlier process computed for this very call."
     root = os.environ.get(ENCODE_CACHE_ENV)
     if not root or len(texts) < SHARED_MIN: return self._encode_batches(texts)
-    threads = str(sys.modules['torch'].get_num_threads()) if 'torch' in sys.modules else os.environ.get('OMP_NUM_THREADS') or str(len(os.sched_getaffinity(0)))
+    threads = str(sys.modules['torch'].get_num_threads()) if 'torch' in sys.modules else os.environ.get('OMP_NUM_THREADS') or str(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count())
     key = blake2b_hex('\x00'.join([self.cache_id, str(self.batch_size), threads, *texts]), 16)   # the thread count can move a vector's last bits
     f = Path(root) / f'{key}.npy'
     try: return np.load(f)
