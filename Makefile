@@ -21,7 +21,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # compile the package's modules again from source
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup fresh-encode-cache test reproduce reproduce-full check-sync import-check nbdev-test outputs-check pytest readme lab clean-venv
+.PHONY: setup fresh-encode-cache fresh-scratch test reproduce reproduce-full check-sync import-check nbdev-test outputs-check pytest readme lab clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,7 +41,7 @@ setup: $(STAMP)
 
 ## the test command (README): sync checks, every module importable alone, the lessons' tests, every experiment companion
 ## re-run at CI size and compared with its committed outputs/<folder>/ci/ tables, integration tests
-test: setup fresh-encode-cache check-sync import-check nbdev-test outputs-check pytest
+test: setup fresh-encode-cache fresh-scratch check-sync import-check nbdev-test outputs-check pytest
 
 # the test run's processes build the same demo indexes again and again, each in a new process: whole encoding calls are
 # kept in one folder for the run ($$SCHOLARQA_ENCODE_CACHE, 02d_dense), bit for bit what the encoding would produce.
@@ -51,6 +51,17 @@ nbdev-test outputs-check pytest: export SCHOLARQA_ENCODE_CACHE := $(ENCODE_CACHE
 
 fresh-encode-cache:
 	rm -rf $(ENCODE_CACHE)
+
+# the lessons and tests make temporary folders (indexes, graphs, models) and leave some behind: a test run's go into one
+# folder of the clone (TMPDIR), emptied when the next `make test` starts, so that runs do not fill the machine's /tmp
+# (outputs-check gives each notebook its own, removed when it is done: tools/run_notebooks.py)
+# (Ray keeps its sockets under the system's: a socket's path may not be longer than 107 bytes)
+SCRATCH := $(CURDIR)/.cache/tmp
+nbdev-test pytest: export TMPDIR := $(SCRATCH)
+nbdev-test pytest: export RAY_TMPDIR := $(or $(RAY_TMPDIR),/tmp)
+
+fresh-scratch:
+	rm -rf $(SCRATCH) && mkdir -p $(SCRATCH)
 
 check-sync: setup
 	$(PY) tools/check_sync.py
@@ -66,6 +77,7 @@ ONE_THREAD = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_T
 
 # the lessons; the experiment companions run once, through papermill, in outputs-check
 nbdev-test: setup
+	@mkdir -p $(SCRATCH)
 	$(ONE_THREAD) $(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '.*_experiment'
 
 # fails, naming file, row and column, when a committed CI table no longer matches what the code computes; two notebooks at
@@ -76,6 +88,7 @@ outputs-check: setup
 # two workers (pytest-xdist), a test file each at a time: a file's module fixtures are built once; the 40 slowest steps are
 # listed before the summary line, so a CI log shows where the time goes
 pytest: setup
+	@mkdir -p $(SCRATCH)
 	$(ONE_THREAD) $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=40 tests
 
 ## the main job: every notebook through papermill with its CI parameters on the demo corpus → outputs/

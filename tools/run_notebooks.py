@@ -14,7 +14,7 @@ compares; a run that writes outputs measures, and measures alone, one notebook a
 Threads: a CI-size run (written or checked) gives each notebook one thread (OMP_NUM_THREADS, MKL_NUM_THREADS and
 OPENBLAS_NUM_THREADS, unless already set), so that its tables do not depend on the machine's cores; a full-size check with
 --jobs N gives each cores/N; a full run uses every core."""
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,7 +43,7 @@ nbs = sorted(p for p in (root / 'nbs').glob('[0-9][0-9]*.ipynb') if has_paramete
 if args.notebooks and len(nbs) != len(set(args.notebooks)): sys.exit(f'not experiment notebooks: {sorted(set(args.notebooks) - {p.stem for p in nbs})}')
 runs = root / 'outputs' / 'runs'
 runs.mkdir(parents=True, exist_ok=True)
-failed, stale = [], []
+failed, stale, keep = [], [], []
 
 # Threads per notebook (OpenMP, MKL, OpenBLAS; a variable the caller set is kept). At CI size, one: a trained model's
 # floats depend on how many threads summed them, so one thread gives the same CI tables on a machine of any size, and two
@@ -60,19 +60,28 @@ def run_one(nb: Path):
     t0 = time.time()
     cmd = [str(Path(sys.executable).parent / 'papermill'), str(nb), str(runs / f'{nb.stem}.{args.params}.ipynb'),
            '-f', str(params), '--cwd', str(root / 'nbs'), '-k', 'python3', '--no-progress-bar']
-    if args.check:
-        fresh = Path(tempfile.mkdtemp(prefix=f'{nb.stem}-'))
-        cmd += ['-p', 'out_dir', str(fresh)]
-    r = subprocess.run(cmd, env={**os.environ, **share_env, 'SCHOLARQA_NOTEBOOK': str(nb)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    log = [f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s']
-    if r.returncode: return nb, [r.stdout[-6000:]] + log, True, False
-    if not args.check: return nb, log, False, False
-    from scholarqa.measure import compare_outputs
-    committed = out_dir_of(params)
-    diffs = compare_outputs(committed, fresh)
-    log += [f'  {committed.relative_to(root)}/{d}' for d in diffs] or \
-           [f'  {committed.relative_to(root)}: every table and figure matches the fresh run']
-    return nb, log, False, bool(diffs)
+    # the notebook's scratch: its kernel's temporary folders (TMPDIR) and, with --check, its fresh outputs. Removed when the
+    # run is done, unless a check found differences (kept, and named, to look at)
+    scratch = Path(tempfile.mkdtemp(prefix=f'{nb.stem}-'))
+    (scratch / 'tmp').mkdir()
+    fresh = scratch / 'out'
+    if args.check: cmd += ['-p', 'out_dir', str(fresh)]
+    env = {**os.environ, **share_env, 'SCHOLARQA_NOTEBOOK': str(nb), 'TMPDIR': str(scratch / 'tmp')}
+    try:
+        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log = [f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s']
+        if r.returncode: return nb, [r.stdout[-6000:]] + log, True, False
+        if not args.check: return nb, log, False, False
+        from scholarqa.measure import compare_outputs
+        committed = out_dir_of(params)
+        diffs = compare_outputs(committed, fresh)
+        if diffs: keep.append(fresh)
+        log += [f'  {committed.relative_to(root)}/{d}' for d in diffs] + ([f'  the fresh run is kept in {fresh}'] if diffs else []) or \
+               [f'  {committed.relative_to(root)}: every table and figure matches the fresh run']
+        return nb, log, False, bool(diffs)
+    finally:
+        shutil.rmtree(scratch / 'tmp', ignore_errors=True)
+        if fresh not in keep: shutil.rmtree(scratch, ignore_errors=True)
 
 def last_wall_time(nb: Path) -> float:
     "Seconds the committed run records of this notebook (at this size) took: the order in which --jobs starts them."
