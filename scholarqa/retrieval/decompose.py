@@ -11,8 +11,8 @@ from .base import Hit, Retriever
 
 # %% auto #0
 __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_STARTS', 'SHAPES', 'BACK_REFERENCES',
-           'MAX_QUESTION_CHARS', 'PAPER_AGGREGATES', 'Decomposition', 'decompose', 'paper_ranking', 'budget_split',
-           'PaperThenPassage']
+           'MAX_QUESTION_CHARS', 'PAPER_AGGREGATES', 'DECOMPOSE_SCHEMA', 'DECOMPOSE_PROMPT', 'Decomposition',
+           'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage', 'LLMDecomposer']
 
 # %% ../../nbs/02p_two_paper.ipynb #28081d0f
 PAPER_WORDS = frozenset({'paper', 'papers', 'study', 'studies', 'thesis', 'article', 'work', 'survey', 'review', 'preprint',
@@ -185,7 +185,8 @@ class PaperThenPassage(Retriever):
                  apart: int = 3,              # clauses and comparisons: each part's paper outside the other's top `apart`
                  passage_query: str = 'ask',  # rank a chosen paper's passages by the shared 'ask' or by the whole 'sub'-question
                  within: str = 'filter',      # 'filter' the first stage's top passage_depth, or 'score' only the paper's passages
-                 nlp=None):
+                 nlp=None,
+                 decomposer=None):            # question -> Decomposition or None (default: the rules, `decompose`); e.g. `LLMDecomposer`
         if paper_query not in ('sub', 'part'): raise ValueError(f"paper_query {paper_query!r}: 'sub' or 'part'")
         if how not in PAPER_AGGREGATES: raise ValueError(f'how {how!r}: choose from {", ".join(PAPER_AGGREGATES)}')
         if passage_query not in ('ask', 'sub'): raise ValueError(f"passage_query {passage_query!r}: 'ask' or 'sub'")
@@ -195,13 +196,14 @@ class PaperThenPassage(Retriever):
                              f"{getattr(first, 'name', type(first).__name__)} has none: use within='filter'")
         self.first, self.depth, self.passage_depth, self.paper_query, self.how, self.apart, self._nlp = \
             first, int(depth), int(passage_depth), paper_query, how, int(apart), nlp
-        self.passage_query, self.within = passage_query, within
+        self.passage_query, self.within, self.decomposer = passage_query, within, decomposer
         self.name = f"{getattr(first, 'name', 'retriever')}+papers"
         self.last, self.last_papers = None, []   # the last question's Decomposition (None: passed through) and chosen papers
         self._kept = {}                          # (text, n) -> the first stage's hits, for the question being answered
     def __repr__(self): return (f'PaperThenPassage({self.first!r}, depth={self.depth}, passage_depth={self.passage_depth}, '
                                 f'paper_query={self.paper_query!r}, how={self.how!r}, apart={self.apart}, '
-                                f'passage_query={self.passage_query!r}, within={self.within!r})')
+                                f'passage_query={self.passage_query!r}, within={self.within!r}'
+                                + (f', decomposer={self.decomposer!r})' if self.decomposer is not None else ')'))
 
     @property
     def nlp(self):
@@ -227,7 +229,8 @@ class PaperThenPassage(Retriever):
 
     def per_paper(self, question: str, k: int = 5):
         "(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none left) and its passages there."
-        d, self._kept = decompose(question, self.nlp), {}
+        d = decompose(question, self.nlp) if self.decomposer is None else self.decomposer(question)
+        self._kept = {}
         if d is not None and hasattr(self.first, 'prime'):     # every query this question will ask, encoded in one batch
             self.first.prime([*(d.parts if self.paper_query == 'part' else d.sub_questions),
                               *(d.passage_queries if self.passage_query == 'ask' else d.sub_questions)])
@@ -253,3 +256,55 @@ class PaperThenPassage(Retriever):
                 if len(merged) >= k: break
                 if h.chunk.id not in seen: merged.append(h); seen.add(h.chunk.id)
         return merged[:k]
+
+# %% ../../nbs/02p_two_paper.ipynb #a1a5a7a4
+DECOMPOSE_SCHEMA = {'type': 'object', 'additionalProperties': False, 'required': ['papers'],
+                    'properties': {'papers': {'type': 'array', 'maxItems': 4, 'items': {'type': 'string', 'maxLength': 200}}}}
+DECOMPOSE_PROMPT = ('A question about scholarly papers may ask about one paper or about several different papers. List the '
+                    'description of every paper it asks about, copied exactly as written in the question (for example '
+                    '"the retrosynthesis benchmarking study"). If it asks about only one paper, or names none, reply with an '
+                    'empty list.\n\nQuestion: {question}')    # {question}: replaced, not str.format (the question may hold braces)
+
+def _find(question: str, part: str):
+    "(start, end) of `part` in `question`, case and spacing aside, with the article before it; None when it is not there."
+    words = re.sub(r'^(?:the|a|an)\s+', '', re.sub(r'\s+', ' ', part.lower()).strip(' .,;:?!"\'')).split()
+    if not words: return None
+    m = re.search(r'(?:\b(?:the|a|an)\s+)?\b' + r'\s+'.join(map(re.escape, words)) + r'\b', question, flags=re.I)
+    return m.span() if m else None
+
+def _without(text: str, spans) -> str:
+    "`text` with the (start, end) `spans` cut out, tidied."
+    out, at = [], 0
+    for a, b in sorted(spans): out.append(text[at:a]); at = b
+    return _tidy(''.join(out) + text[at:])
+
+class LLMDecomposer:
+    "A question's paper descriptions found by a language model (`Backend.json`), grounded in the question; the rules' `Decomposition` out."
+    def __init__(self, backend,               # anything with json(messages, schema[, params]) -> (value, completion)
+                 errors: tuple = (),          # exceptions meaning "no usable reply" (e.g. generate's JSONOutputError): no split
+                 params=None,                 # the backend's generation parameters (its defaults when None)
+                 prompt: str = DECOMPOSE_PROMPT):   # the instruction, with {question} where the question goes
+        if '{question}' not in prompt: raise ValueError('LLMDecomposer: the prompt has no {question} placeholder')
+        self.backend, self.errors, self.params, self.prompt = backend, tuple(errors), params, prompt
+        self.counts = {'split': 0, 'one paper': 0, 'ungrounded': 0, 'no reply': 0, 'not asked': 0}
+        self.last_reply = None                # the model's last valid reply, as it gave it
+    def __repr__(self): return f'LLMDecomposer({self.backend!r})'
+
+    def __call__(self, question: str, nlp=None) -> Decomposition | None:
+        self.last_reply = None
+        if len(question) > MAX_QUESTION_CHARS: self.counts['not asked'] += 1; return None
+        args = (self.prompt.replace('{question}', question), DECOMPOSE_SCHEMA) + (() if self.params is None else (self.params,))
+        try: self.last_reply, _ = self.backend.json(*args)
+        except self.errors: self.counts['no reply'] += 1; return None
+        spans = []
+        for text in self.last_reply['papers']:
+            span = _find(question, text)
+            if span is None: self.counts['ungrounded'] += 1; return None        # a paraphrased or invented paper: not followed
+            if not any(a < span[1] and span[0] < b for a, b in spans): spans.append(span)   # the same paper twice counts once
+        if len(spans) < 2: self.counts['one paper'] += 1; return None
+        spans.sort()
+        self.counts['split'] += 1
+        ask = ''.join(question[(spans[i - 1][1] if i else 0):a] + '…' for i, (a, _) in enumerate(spans)) + question[spans[-1][1]:]
+        return Decomposition(question, [question[a:b] for a, b in spans], ask,
+                             [_without(question, [o for o in spans if o != s]) for s in spans],   # the others' descriptions cut
+                             [_without(question, spans)] * len(spans), 'llm')
