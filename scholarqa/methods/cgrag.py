@@ -540,7 +540,7 @@ def train_lesegr_method(index,                          # the index folder (or a
     return {**rec, 'out': str(out), 'folder': str(out), 'skipped_lines': bad}   # folder: where `scholarqa train` says it trained
 
 @register_method('lesegr', "CG-RAG (seed 003): LeSeGR's passages from the index's chunk citation graph, answered by the generator",
-                 train=train_lesegr_method)
+                 train=train_lesegr_method, decompose=True)    # decomposition won on dev behind it (02q_two_paper_experiment)
 def _lesegr_method(store, model=None,                   # the LeSeGR model folder (default INDEX/lesegr)
                    mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
     check_options('lesegr', options)
