@@ -43,7 +43,7 @@ nbs = sorted(p for p in (root / 'nbs').glob('[0-9][0-9]*.ipynb') if has_paramete
 if args.notebooks and len(nbs) != len(set(args.notebooks)): sys.exit(f'not experiment notebooks: {sorted(set(args.notebooks) - {p.stem for p in nbs})}')
 runs = root / 'outputs' / 'runs'
 runs.mkdir(parents=True, exist_ok=True)
-failed, stale, keep = [], [], []
+failed, stale = [], []
 
 # Threads per notebook (OpenMP, MKL, OpenBLAS; a variable the caller set is kept). At CI size, one: a trained model's
 # floats depend on how many threads summed them, so one thread gives the same CI tables on a machine of any size, and two
@@ -64,7 +64,7 @@ def run_one(nb: Path):
     # run is done, unless a check found differences (kept, and named, to look at)
     scratch = Path(tempfile.mkdtemp(prefix=f'{nb.stem}-'))
     (scratch / 'tmp').mkdir()
-    fresh = scratch / 'out'
+    fresh, kept = scratch / 'out', False
     if args.check: cmd += ['-p', 'out_dir', str(fresh)]
     env = {**os.environ, **share_env, 'SCHOLARQA_NOTEBOOK': str(nb), 'TMPDIR': str(scratch / 'tmp')}
     try:
@@ -75,13 +75,13 @@ def run_one(nb: Path):
         from scholarqa.measure import compare_outputs
         committed = out_dir_of(params)
         diffs = compare_outputs(committed, fresh)
-        if diffs: keep.append(fresh)
+        kept = bool(diffs)
         log += [f'  {committed.relative_to(root)}/{d}' for d in diffs] + ([f'  the fresh run is kept in {fresh}'] if diffs else []) or \
                [f'  {committed.relative_to(root)}: every table and figure matches the fresh run']
         return nb, log, False, bool(diffs)
     finally:
         shutil.rmtree(scratch / 'tmp', ignore_errors=True)
-        if fresh not in keep: shutil.rmtree(scratch, ignore_errors=True)
+        if not kept: shutil.rmtree(scratch, ignore_errors=True)
 
 def last_wall_time(nb: Path) -> float:
     "Seconds the committed run records of this notebook (at this size) took: the order in which --jobs starts them."

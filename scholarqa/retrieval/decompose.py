@@ -290,7 +290,7 @@ class LLMDecomposer:
         self.last_reply = None                # the model's last valid reply, as it gave it
     def __repr__(self): return f'LLMDecomposer({self.backend!r})'
 
-    def __call__(self, question: str, nlp=None) -> Decomposition | None:
+    def __call__(self, question: str) -> Decomposition | None:
         self.last_reply = None
         if len(question) > MAX_QUESTION_CHARS: self.counts['not asked'] += 1; return None
         args = (self.prompt.replace('{question}', question), DECOMPOSE_SCHEMA) + (() if self.params is None else (self.params,))
