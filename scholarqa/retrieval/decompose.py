@@ -11,8 +11,8 @@ from .base import Hit, Retriever
 
 # %% auto #0
 __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_STARTS', 'SHAPES', 'BACK_REFERENCES',
-           'MAX_QUESTION_CHARS', 'PAPER_AGGREGATES', 'DECOMPOSE_SCHEMA', 'DECOMPOSE_PROMPT', 'Decomposition',
-           'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage', 'LLMDecomposer']
+           'MAX_QUESTION_CHARS', 'UNREAD_PIPES', 'PAPER_AGGREGATES', 'DECOMPOSE_SCHEMA', 'DECOMPOSE_PROMPT',
+           'Decomposition', 'parse', 'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage', 'LLMDecomposer']
 
 # %% ../../nbs/02p_two_paper.ipynb #28081d0f
 PAPER_WORDS = frozenset({'paper', 'papers', 'study', 'studies', 'thesis', 'article', 'work', 'survey', 'review', 'preprint',
@@ -120,13 +120,21 @@ def _clauses(doc, toks):
 # %% ../../nbs/02p_two_paper.ipynb #3b09489e
 MAX_QUESTION_CHARS = 1000
 _MAY_SPLIT = re.compile(r'and|^\s*(?:compare|contrast)\b|differ', re.I)   # every rule needs one of these: no parse without
+UNREAD_PIPES = frozenset({'ner', 'entity_ruler', 'entity_linker', 'lemmatizer'})   # what no rule reads: entities, lemmas
+
+def parse(text: str, nlp=None):
+    "`text` through the pipeline's components the rules read (tokens, tags, parts of speech, dependencies), the others skipped."
+    nlp = nlp or load_spacy()
+    doc = nlp.make_doc(text)
+    for name, component in nlp.pipeline:
+        if name not in UNREAD_PIPES: doc = component(doc)
+    return doc
 
 def decompose(question: str, nlp=None) -> Decomposition | None:
     "The question split into one sub-question per paper it asks about, or None when it asks about one (or none)."
     if len(question) > MAX_QUESTION_CHARS: return None    # a pasted document is not a question about two papers
     if not _MAY_SPLIT.search(question): return None       # no 'and', no compare/contrast, no differ: not parsed at all
-    nlp = nlp or load_spacy()
-    doc = nlp(question)
+    doc = parse(question, nlp)
     toks = list(doc)
     for shape, rule in (('coordinated', _coordinated), ('distributive', _distributive)):
         hit = rule(doc, toks)
