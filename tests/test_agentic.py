@@ -243,3 +243,48 @@ def test_free_wording_labels_name_one_node_each(real_graph):
     for s in ('dev', 'test'):
         qs = load_paraphrases(FREE / f'agentic_free_wording_{s}.jsonl', real_graph[0])
         assert all(q['gold'] for q in qs if 'intent' in q), s
+
+
+def _intent_as_plan(ops, start) -> tuple[list, dict]:
+    "An intent's operations (08_agentic's `execute`) written as a plan of 08d's language, with its slots bound."
+    first = next(k for k in start if k != 'Year')
+    steps = [{'op': 'lookup', 'slot': first}]
+    for o in ops:
+        if o['op'] == 'traverse': steps.append(dict(o))
+        elif o['op'] == 'filter' and 'attr' in o: steps.append({'op': 'filter', 'attr': o['attr'], 'slot': o['slot']})
+        elif o['op'] == 'filter': steps.append({'op': 'linked', 'rel': o['rel'], 'slot': o['slot']})
+        elif o['op'] == 'argmax': steps.append({'op': 'top'})
+        elif o['op'] == 'attr': steps.append({'op': 'attr', 'name': o['name']})
+        else: steps.append(dict(o))          # exclude, count, min, max: the same step
+    return steps, {k: ('year' if k == 'Year' else k, v) for k, v in start.items()}
+
+
+def test_real_every_intent_is_a_plan(real_graph):
+    "Each template question's intent, written in the plan language (08d), gives the oracle's answer on the real graph: the language subsumes the intents."
+    from scholarqa.kg.academic import fold
+    from scholarqa.kg.plans import PlanGraph, run_plan
+    from scholarqa.methods.agentic import INTENTS
+    from scholarqa.methods.agentic_questions import make_questions
+    g = real_graph[0]
+    pg, bad, n = PlanGraph(g), [], 0
+    for source in ('aan', 'openalex'):
+        for q in make_questions(g, source, per_type=24, seed=2):
+            steps, bindings = _intent_as_plan(INTENTS[q['intent']].ops, q['start'])
+            got = run_plan(pg, steps, bindings)
+            n += 1
+            if sorted(map(fold, got.values)) != sorted(map(fold, q['gold'])): bad.append((q['id'], q['intent'], got.values[:3], q['gold'][:3]))
+            assert got.answer_type == INTENTS[q['intent']].answers, (q['intent'], got.answer_type)   # the type the intent declares
+    assert n >= 150 and not bad, bad[:5]
+
+
+def test_real_plan_schema_covers_the_graph(real_graph):
+    """Every relation the real graph holds between papers, people, venues and institutions is one a plan can walk, and every
+    attribute a plan may read has values in it (countries and ROR ids from OpenAlex, source ids and DOIs, citation counts)."""
+    from scholarqa.kg.plans import PLAN_ATTRIBUTES, PLAN_RELATIONS, PlanGraph
+    g = real_graph[0]
+    pg = PlanGraph(g)
+    stored = {(s, r, d) for (s, r, d), es in g.graph.edges.items() if es and s in PLAN_ATTRIBUTES and d in PLAN_ATTRIBUTES}
+    assert stored == {(s, r, d) for r, (s, d) in PLAN_RELATIONS.items()}, stored
+    empty = [(t, a) for t, attrs in PLAN_ATTRIBUTES.items() for a in attrs
+             if not any(pg.value(t, i, a) is not None for i in g.graph.nodes.get(t, {}))]
+    assert not empty, f'attributes no node of the real graph holds: {empty}'
