@@ -294,7 +294,8 @@ def raptor_cache(store, summariser: str = 'llm',     # 'llm' (03's backend) | 'e
                 'fallbacks': len(tree.report['fallbacks']), 'failed': len(tree.report['failed'])}
     return store.derive(name, RAPTOR_CACHE_VERSION, _RP_FILES, build, _rp_read, rebuild, match={'seed': seed})   # 02g_store
 
-@register_method('raptor', "RAPTOR (SKETCH's baseline): a tree of cluster summaries per paper, all nodes searched as one pool")
+@register_method('raptor', "RAPTOR (SKETCH's baseline): a tree of cluster summaries per paper, all nodes searched as one pool",
+                 decompose=True)   # decomposition won on dev behind it (02q_two_paper_experiment)
 def raptor_method(store, summariser: str = 'llm', budget: int = 2000, llm_backend: str = 'llama_cpp', llm_model=None,
                   llm_cache=None, seed: int = 0, mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> RAPTOR:
     "RAPTOR over an index (`summariser`: 'llm' — 03's backend, SmolLM2 by default — or 'extractive')."
