@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from .academic import SOURCE_ID_KEY
 
 # %% auto #0
-__all__ = ['PLAN_RELATIONS', 'PLAN_ATTRIBUTES', 'NODE_ANSWERS', 'COMPARISONS', 'PlanError', 'plan_type', 'plan_answer',
-           'PlanGraph', 'PlanResult', 'run_plan']
+__all__ = ['PLAN_RELATIONS', 'SYMMETRIC_RELATIONS', 'PLAN_ATTRIBUTES', 'NODE_ANSWERS', 'COMPARISONS', 'PlanError', 'plan_type',
+           'plan_answer', 'PlanGraph', 'PlanResult', 'run_plan']
 
 # %% ../../nbs/08d_plans.ipynb #98e7f78d
 PLAN_RELATIONS = {   # relation -> (source node type, destination node type), as `graph build` stores it
     'writes': ('Author', 'Paper'), 'published_in': ('Paper', 'Venue'), 'cites': ('Paper', 'Paper'),
-    'affiliated_with': ('Author', 'Institution')}
+    'affiliated_with': ('Author', 'Institution'), 'coauthor': ('Author', 'Author')}
+SYMMETRIC_RELATIONS = frozenset({'coauthor'})   # no direction: AAN's co-author lists (`graph build` stores each pair once)
 PLAN_ATTRIBUTES = {  # node type -> {attribute: the type of its values}
     'Paper': {'title': 'text', 'year': 'year', 'cited_by_count': 'count:citation', 'source_id': 'identifier', 'doi': 'identifier'},
     'Author': {'name': 'text', 'orcid': 'identifier'},
@@ -37,6 +38,7 @@ def _relation_between(rel: str, a: str, b: str, dir: str | None, where: str) -> 
     if rel not in PLAN_RELATIONS: raise PlanError(f'{where}: no relation {rel!r} (the graph has {", ".join(PLAN_RELATIONS)})')
     s, d = PLAN_RELATIONS[rel]
     if s == d == a == b:
+        if rel in SYMMETRIC_RELATIONS: return 'both'
         if dir not in ('out', 'in'): raise PlanError(f"{where}: {rel} joins {a} to {a}: say dir='out' (what it {rel}) or 'in' (what {rel} it)")
         return dir
     if (a, b) == (s, d): return 'out'
@@ -121,13 +123,14 @@ class PlanGraph:
         return str(a.get('title') if type == 'Paper' else a.get('name') or id)
 
     def edges(self, rel: str, dir: str, id: str) -> list:
-        "(other node id, edge attributes) over `rel` from node `id`: along the relation ('out') or against it ('in')."
+        "(other node id, edge attributes) over `rel` from node `id`: along the relation ('out'), against it ('in'), or either ('both')."
         if rel not in self._edges:
             out, into = defaultdict(list), defaultdict(list)
             s_t, d_t = PLAN_RELATIONS[rel]
             for (s, d), a in self.graph.edges.get((s_t, rel, d_t), {}).items(): out[s].append((d, a)); into[d].append((s, a))
             self._edges[rel] = (out, into)
-        return self._edges[rel][0 if dir == 'out' else 1].get(id, [])
+        out, into = self._edges[rel]
+        return out.get(id, []) + into.get(id, []) if dir == 'both' else (out if dir == 'out' else into).get(id, [])
 
     def value(self, type: str, id: str, attr: str):
         "A node's attribute, None when the graph does not hold it (an empty string is not a value)."
@@ -178,7 +181,7 @@ def run_plan(graph, steps: list, bindings: dict) -> PlanResult:
                     for j, a in sorted(g.edges(s['rel'], d, i), key=lambda x: (x[1].get('position') or 0, x[0])):
                         if 'position' in s and a.get('position') != s['position']: continue
                         nxt.append(j)
-                        src, dst = ((cur, i), (s['to'], j)) if d == 'out' else ((s['to'], j), (cur, i))
+                        src, dst = ((s['to'], j), (cur, i)) if d == 'in' else ((cur, i), (s['to'], j))
                         read(g.label(*src), s['rel'], g.label(*dst))
                 cur, items = s['to'], nxt
             elif op == 'linked':
@@ -189,7 +192,7 @@ def run_plan(graph, steps: list, bindings: dict) -> PlanResult:
                     hit = [j for j, _ in g.edges(s['rel'], d, i) if j in want]
                     if hit:
                         keep.append(i)
-                        for j in hit: read(*((g.label(cur, i), s['rel'], g.label(to, j)) if d == 'out' else (g.label(to, j), s['rel'], g.label(cur, i))))
+                        for j in hit: read(*((g.label(to, j), s['rel'], g.label(cur, i)) if d == 'in' else (g.label(cur, i), s['rel'], g.label(to, j))))
                 items = keep
             elif op == 'filter':
                 want = s['value'] if 'value' in s else bindings[s['slot']][1]
