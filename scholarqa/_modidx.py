@@ -831,6 +831,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'scholarqa.kg.plans._compare': ('plans.html#_compare', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans._relation_between': ('plans.html#_relation_between', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans._what': ('plans.html#_what', 'scholarqa/kg/plans.py'),
+                                    'scholarqa.kg.plans.node_value': ('plans.html#node_value', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.plan_answer': ('plans.html#plan_answer', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.plan_type': ('plans.html#plan_type', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.run_plan': ('plans.html#run_plan', 'scholarqa/kg/plans.py')},

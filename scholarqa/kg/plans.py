@@ -11,7 +11,7 @@ from .academic import SOURCE_ID_KEY
 
 # %% auto #0
 __all__ = ['PLAN_RELATIONS', 'SYMMETRIC_RELATIONS', 'PLAN_ATTRIBUTES', 'NODE_ANSWERS', 'COMPARISONS', 'PlanError', 'plan_type',
-           'plan_answer', 'PlanGraph', 'PlanResult', 'run_plan']
+           'plan_answer', 'PlanGraph', 'node_value', 'PlanResult', 'run_plan']
 
 # %% ../../nbs/08d_plans.ipynb #98e7f78d
 PLAN_RELATIONS = {   # relation -> (source node type, destination node type), as `graph build` stores it
@@ -133,14 +133,17 @@ class PlanGraph:
         return out.get(id, []) + into.get(id, []) if dir == 'both' else (out if dir == 'out' else into).get(id, [])
 
     def value(self, type: str, id: str, attr: str):
-        "A node's attribute, None when the graph does not hold it (an empty string is not a value)."
-        a = self.nodes.get(type, {}).get(id, {})
-        if attr == 'source_id':                 # the id the paper has in the source it came from (an ACL Anthology id for AAN)
-            ids = a.get('source_ids') or {}
-            v = ids.get(SOURCE_ID_KEY.get(a.get('source'), a.get('source'))) or next(iter(ids.values()), None)
-        elif attr == 'doi': v = (a.get('source_ids') or {}).get('doi')
-        else: v = a.get(attr)
-        return None if v in (None, '', []) else v
+        "A node's attribute, None when the graph does not hold it."
+        return node_value(self.nodes.get(type, {}).get(id, {}), attr)
+
+def node_value(attrs: dict, attr: str):
+    "One attribute of a node's attributes, None when it is not held (an empty string is not a value); 08_agentic reads them so too."
+    if attr == 'source_id':                     # the id the paper has in the source it came from (an ACL Anthology id for AAN)
+        ids = attrs.get('source_ids') or {}
+        v = ids.get(SOURCE_ID_KEY.get(attrs.get('source'), attrs.get('source'))) or next(iter(ids.values()), None)
+    elif attr == 'doi': v = (attrs.get('source_ids') or {}).get('doi')
+    else: v = attrs.get(attr)
+    return None if v in (None, '', []) else v
 
 @dataclass
 class PlanResult:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..kg.academic import GRAPH_FILE, SOURCE_ID_KEY, AcademicGraph, fold, load_graph, name_tokens
+from ..kg.academic import GRAPH_FILE, AcademicGraph, fold, load_graph, name_tokens
+from ..kg.plans import node_value
 from ..generate.answer import Answer, Evidence
 from ..kg.answers import answers_fit, constraints, expected_answer, intent_accounts, unaccounted
 from ..generate.method import MethodOptionError, check_options, method_backend, register_method
@@ -407,11 +408,7 @@ class Result:
     evidence: list                # [[subject, relation, object]] in the order read
 
 def _node_attr(graph: AcademicGraph, type: str, id: str, name: str):
-    a = graph.nodes[type][id]
-    if name == 'source_id':       # the id the paper has in the source it came from
-        ids = a.get('source_ids', {})
-        return ids.get(SOURCE_ID_KEY.get(a.get('source'), a.get('source'))) or next(iter(ids.values()), None)
-    return a.get(name)
+    return node_value(graph.nodes[type][id], name)     # the plan language's reading of a node (08d_plans): source ids, DOIs, …
 
 def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
     "Run typed graph operations from the start nodes (`start`: {slot kind: node id, or the year})."
