@@ -824,6 +824,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'scholarqa.kg.plans.PlanGraph.__init__': ('plans.html#plangraph.__init__', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.PlanGraph.edges': ('plans.html#plangraph.edges', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.PlanGraph.label': ('plans.html#plangraph.label', 'scholarqa/kg/plans.py'),
+                                    'scholarqa.kg.plans.PlanGraph.named': ('plans.html#plangraph.named', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.PlanGraph.value': ('plans.html#plangraph.value', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.PlanResult': ('plans.html#planresult', 'scholarqa/kg/plans.py'),
                                     'scholarqa.kg.plans.PlanResult.answer_type': ( 'plans.html#planresult.answer_type',

@@ -227,9 +227,10 @@ def test_free_wording_sets_are_split_by_phrasing():
     known = {_shape(t, {}) for ts in [*PHRASINGS.values(), *PROTOTYPES.values()] for t in ts}
     for s, qs in sets.items():
         for q in qs:
-            assert ('intent' in q) != (q.get('expect') == 'refuse'), q
-            assert _shape(q['question'], q.get('start', {})) not in known, (s, q['id'], q['question'])
-    starts = {s: {v for q in qs for k, v in q.get('start', {}).items() if k in ('Author', 'Paper')} for s, qs in sets.items()}
+            assert ('intent' in q) + ('plan' in q) + (q.get('expect') == 'refuse') == 1, q     # one kind of gold each
+            assert _shape(q['question'], q.get('start') or q.get('bind') or {}) not in known, (s, q['id'], q['question'])
+    starts = {s: {v for q in qs for k, v in (q.get('start') or q.get('bind') or {}).items() if k.rstrip('2') in ('Author', 'Paper')}
+              for s, qs in sets.items()}
     assert not starts['dev'] & starts['test'], starts['dev'] & starts['test']
     assert not {q['question'] for q in sets['dev']} & {q['question'] for q in sets['test']}
     para = {v for l in (FREE / 'agentic_paraphrases.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()
@@ -238,11 +239,12 @@ def test_free_wording_sets_are_split_by_phrasing():
 
 
 def test_free_wording_labels_name_one_node_each(real_graph):
-    "Every start label of the free-wording sets names exactly one node of the real graph, so their gold answers are the graph's."
+    "Every start label of the free-wording sets names exactly one node of the real graph, so their gold answers are the graph's; the plan lines reach beyond the intents (institutions, countries, DOIs, counts of people and venues)."
     from scholarqa.methods.agentic_questions import load_paraphrases
     for s in ('dev', 'test'):
         qs = load_paraphrases(FREE / f'agentic_free_wording_{s}.jsonl', real_graph[0])
-        assert all(q['gold'] for q in qs if 'intent' in q), s
+        assert all(q['gold'] for q in qs if 'intent' in q or 'plan' in q), s
+        assert {q['answer_type'] for q in qs if 'plan' in q} >= {'institution', 'country', 'identifier', 'count:person', 'count:venue', 'year', 'paper'}
 
 
 def _intent_as_plan(ops, start) -> tuple[list, dict]:

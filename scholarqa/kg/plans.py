@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .academic import SOURCE_ID_KEY
+from .academic import SOURCE_ID_KEY, fold
 
 # %% auto #0
 __all__ = ['PLAN_RELATIONS', 'SYMMETRIC_RELATIONS', 'PLAN_ATTRIBUTES', 'NODE_ANSWERS', 'COMPARISONS', 'PlanError', 'plan_type',
@@ -116,6 +116,7 @@ class PlanGraph:
         self.graph = getattr(graph, 'graph', graph)
         self.nodes = self.graph.nodes
         self._edges = {}                       # relation -> ({src: [(dst, attrs)]}, {dst: [(src, attrs)]})
+        self._labels = {}                      # node type -> {folded label: [ids]}
 
     def label(self, type: str, id: str) -> str:
         "A node's name as the graph spells it (a paper's title)."
@@ -135,6 +136,13 @@ class PlanGraph:
     def value(self, type: str, id: str, attr: str):
         "A node's attribute, None when the graph does not hold it."
         return node_value(self.nodes.get(type, {}).get(id, {}), attr)
+
+    def named(self, type: str, text: str) -> list:
+        "The ids of the nodes of `type` whose label is `text` (case and accents folded), in id order; indexed on first use."
+        if (idx := self._labels.get(type)) is None:
+            idx = self._labels[type] = defaultdict(list)
+            for i in sorted(self.nodes.get(type, {})): idx[fold(self.label(type, i))].append(i)
+        return list(idx.get(fold(text), []))
 
 def node_value(attrs: dict, attr: str):
     "One attribute of a node's attributes, None when it is not held (an empty string is not a value); 08_agentic reads them so too."

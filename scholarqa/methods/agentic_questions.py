@@ -14,6 +14,7 @@ from ..doc import blake2b_hex
 from ..kg.graphs import ScholarlyGraph
 from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold
 from .agentic import INTENTS, QUERY_TYPES, find_venues, link_author
+from ..kg.plans import PlanGraph, run_plan
 
 # %% auto #0
 __all__ = ['PHRASINGS', 'gold_values', 'score_answer', 'question_starts', 'make_questions', 'loosen_title', 'loose_questions',
@@ -182,6 +183,15 @@ def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
                 if len(ids) != 1: raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, not one')
                 start[kind] = ids[0]
             q = {**q, 'type': INTENTS[q['intent']].type, 'start': start, 'gold': gold_values(graph.graph, q['intent'], start)}
+        elif 'plan' in q:                       # a question whose gold is a plan of 08d's language, its slots bound by label
+            pg, bound = PlanGraph(graph), {}
+            for slot, label in q['bind'].items():
+                kind = slot.rstrip('0123456789')       # 'Author2': a second person
+                ids = pg.named(kind, label)
+                if len(ids) != 1: raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, not one')
+                bound[slot] = (kind, ids[0])
+            r = run_plan(pg, q['plan'], bound)
+            q = {**q, 'type': q.get('kind', 'composed'), 'start': bound, 'gold': r.values, 'answer_type': r.answer_type}
         out.append(q)
     return out
 
