@@ -132,11 +132,11 @@ def real_graph(tmp_path_factory):
     out = tmp_path_factory.mktemp('real') / 'graph'
     rec = build_graph_folder(out, aan=data, openalex=data, progress=False)
     again = build_graph_folder(out, aan=Path(data) / 'aan_acl_metadata', openalex=data, progress=False)
-    return load_graph(out), rec, again
+    return load_graph(out), rec, again, out
 
 
 def test_real_graph_rebuild_is_a_no_op_and_counts_hold(real_graph):
-    g, rec, again = real_graph
+    g, rec, again, _ = real_graph
     assert again['unchanged'] is True and again['inputs'] == rec['inputs']
     assert rec['summary']['Paper'] > 18_000 and rec['sources']['aan']['papers_in'] == 18_041   # AAN's 18,041 records, duplicates merged
     assert {'aan', 'openalex'} == {a.get('source') for a in g.nodes['Paper'].values()}
@@ -183,7 +183,25 @@ def test_real_title_without_quotes_and_lower_case_name(real_graph, planner):
     assert res.status == 'ok' and {g.label('Author', a) for a in res.values} >= {'Peter Neuhaus'}, res.to_json()
     res = agent.run('how many papers did kathleen mckeown publish at ACL?')
     same = agent.run('How many papers did Kathleen R. McKeown publish at ACL?')
-    assert res.status == 'ok' and res.plan['intent'] == 'author_venue_count' and res.values == same.values and int(res.values[0]) > 0
+    (who,), (acl,) = g.by_label[('Author', 'kathleen r mckeown')], g.by_label[('Venue', 'acl')]
+    n = sum(any(v == acl for v, _ in g.neighbours('Paper', p, 'published_in', 'Venue')) for p, _ in g.neighbours('Author', who, 'writes', 'Paper'))
+    assert res.status == 'ok' and res.plan['query_type'] == 'aggregation' and res.values == same.values == [str(n)] and n > 0, res.to_json()
+
+
+def test_real_the_two_command_line_examples(real_graph):
+    "The two questions a new user tried from the command line: a title without quotes, and a lower-case name with a venue."
+    g, out = real_graph[0], real_graph[3]
+    a = cli('ask', out, 'who wrote The Complexity Of Recognition Of Linguistically Adequate Dependency Grammars?', '--method', 'agentic', '--json')
+    assert a.returncode == 0, a.stderr[-2000:]
+    a = json.loads(a.stdout)
+    (paper,) = g.by_label[('Paper', 'the complexity of recognition of linguistically adequate dependency grammars')]
+    assert a['status'] == 'ok' and sorted(a['values']) == sorted(g.label('Author', x) for x, _ in g.neighbours('Paper', paper, 'writes', 'Author'))
+    b = cli('ask', out, 'how many papers did kathleen mckeown publish at ACL?', '--method', 'agentic', '--json')
+    assert b.returncode == 0, b.stderr[-2000:]
+    b = json.loads(b.stdout)
+    (who,), (acl,) = g.by_label[('Author', 'kathleen r mckeown')], g.by_label[('Venue', 'acl')]
+    n = sum(any(v == acl for v, _ in g.neighbours('Paper', p, 'published_in', 'Venue')) for p, _ in g.neighbours('Author', who, 'writes', 'Paper'))
+    assert b['status'] == 'ok' and b['values'] == [str(n)], b
 
 
 def test_cli_agentic_ask_needs_no_pytorch_once_the_query_encoder_is_cached(tmp_path):
@@ -290,3 +308,60 @@ def test_real_plan_schema_covers_the_graph(real_graph):
     empty = [(t, a) for t, attrs in PLAN_ATTRIBUTES.items() for a in attrs
              if not any(pg.value(t, i, a) is not None for i in g.graph.nodes.get(t, {}))]
     assert not empty, f'attributes no node of the real graph holds: {empty}'
+
+
+def test_two_titles_that_fit_equally_are_ambiguous_and_a_venue_is_found_by_its_full_name(planner):
+    "A title without quotes that fits two papers as well is ambiguous (both listed), a typo still links one; a venue links by acronym and by its name without it."
+    from scholarqa.kg.academic import AcademicGraph, demo_graph
+    from scholarqa.kg.graphs import ScholarlyGraph
+    from scholarqa.methods.agentic import AgenticGraphRAG, find_mentions
+    sg = ScholarlyGraph()
+    for i, t in enumerate(['Learning to Rank Scientific Papers with Citation Graphs', 'Learning to Rank Scientific Papers with Citation Counts']):
+        sg.add_node('Paper', f'p{i}', title=t, year=2020)
+        sg.add_node('Author', f'a{i}', name=['Ada Lovelace', 'Ben Ng'][i])
+        sg.add_edge('writes', f'a{i}', f'p{i}', position=1)
+    g = AcademicGraph(sg)
+    res = AgenticGraphRAG(g, planner=planner).run('who wrote learning to rank scientific papers with citation?')
+    assert res.status == 'ambiguous' and res.values == [] and len(res.plan['candidates']) == 2, res.to_json()
+    res = AgenticGraphRAG(g, planner=planner).run('who wrote Learning to Rank Scientific Papers with Citation Graps?')
+    assert res.status == 'ok' and res.values == ['Ada Lovelace'], res.to_json()
+    d = demo_graph()
+    icsr = [m.candidates for q in ('How many papers appeared at the International Conference on Scholarly Retrieval?', 'How many papers appeared at ICSR?')
+            for m in find_mentions(d, q) if m.kind == 'Venue']
+    assert len(icsr) == 2 and icsr[0] == icsr[1] and len(icsr[0]) == 1
+
+
+def test_a_result_of_another_type_than_asked_is_never_ok(planner):
+    "Verification checks the answer's type: a planner that hands over a plan giving a venue for a question asking for a year gets no `ok`."
+    from scholarqa.kg.academic import demo_graph
+    from scholarqa.methods.agentic import INTENTS, AgenticGraphRAG, Planner
+    class Wrong(Planner):
+        def plan(self, graph, question):
+            p = super().plan(graph, question)
+            it = INTENTS['paper_venue']
+            p.intent, p.ops, p.gives = it.name, [dict(o) for o in it.ops], it.answers     # the venue, whatever was asked
+            return p
+    g = demo_graph()
+    q = 'In which year did "SciQA-500: A Benchmark for Question Answering over Scientific Papers" appear?'
+    right = AgenticGraphRAG(g, planner=planner).run(q)
+    assert right.status == 'ok' and right.values == ['2019'], right.to_json()
+    wrong = AgenticGraphRAG(g, planner=Wrong(planner.encoder)).run(q)
+    assert wrong.status != 'ok' and wrong.values == [] and wrong.plan['verification']['answer_type'] == {'asked': 'year', 'given': 'venue', 'fits': False}
+
+
+def test_real_composed_plans_use_every_operation_and_give_the_gold(real_graph, planner):
+    """On the dev free-wording lines whose gold is a plan, the agent's composed plans give the gold answer, and between them
+    use every operation of the plan language but group (dev lines: the held-out ones are measured by 08b, never here)."""
+    from scholarqa.kg.academic import fold
+    from scholarqa.methods.agentic import AgenticGraphRAG
+    from scholarqa.methods.agentic_questions import load_paraphrases
+    g = real_graph[0]
+    agent, ops, bad = AgenticGraphRAG(g, planner=planner), set(), []
+    for q in load_paraphrases(FREE / 'agentic_free_wording_dev.jsonl', g):
+        if 'plan' not in q: continue
+        a = agent.run(q['question'])
+        steps = agent._found(q['question'])['plan'].ops
+        ops |= {s['op'] for s in steps} | {x['op'] for s in steps for x in s.get('steps', ())}
+        if a.status != 'ok' or sorted(map(fold, a.values)) != sorted(map(fold, q['gold'])): bad.append((q['id'], a.status, a.values[:3], q['gold'][:3]))
+    assert not bad, bad
+    assert ops >= {'lookup', 'traverse', 'filter', 'linked', 'exclude', 'intersect', 'attr', 'count', 'min', 'max', 'top'}, ops

@@ -14,7 +14,7 @@ from ..measure import file_hash
 from .graphs import ScholarlyGraph, author_key, scholarly_graph
 
 # %% auto #0
-__all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURCE_ID_KEY', 'GRAPH_INDEX_VERSION',
+__all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURCE_ID_KEY', 'NODE_TYPES', 'GRAPH_INDEX_VERSION',
            'GRAPH_INDEXES_KEPT', 'graph_to_json', 'graph_from_json', 'source_graph', 'merge_graphs', 'graph_sources',
            'build_graph_folder', 'fold', 'name_tokens', 'venue_aliases', 'AcademicGraph', 'no_gc', 'graph_index_cache',
            'load_graph', 'demo_graph']
@@ -120,15 +120,18 @@ def name_tokens(name: str) -> list[str]:
     return [t for t in author_key(name).split() if t not in _SUFFIXES]
 
 def venue_aliases(attrs: dict) -> list[str]:
-    "The names a venue is asked by: its name, its full name, and an acronym in brackets at the end of either."
+    "The names a venue is asked by: its name, its full name, an acronym in brackets at the end of either, and either without it."
     names = [x for x in (attrs.get('name'), attrs.get('full_name')) if x]
-    return list(dict.fromkeys(names + [m.group(1) for x in names for m in [re.search(r'\(([A-Z][A-Za-z]*[A-Z])\)\s*$', x)] if m]))
+    tails = [(m.group(1), x[:m.start()].strip()) for x in names for m in [re.search(r'\(([A-Z][A-Za-z]*[A-Z])\)\s*$', x)] if m]
+    return list(dict.fromkeys(names + [a for a, _ in tails] + [b for _, b in tails if b]))
+
+NODE_TYPES = ('Paper', 'Author', 'Venue', 'Institution')   # what a question can name: institutions come from OpenAlex affiliations
 
 class AcademicGraph:
     "A ScholarlyGraph indexed for question answering: neighbours by relation, every label findable by its folded form."
     def __init__(self, graph: ScholarlyGraph):
         self.graph = graph
-        self.nodes = {t: graph.nodes.get(t, {}) for t in ('Paper', 'Author', 'Venue')}
+        self.nodes = {t: graph.nodes.get(t, {}) for t in NODE_TYPES}
         self.adj = defaultdict(list)      # (type, id, relation) -> [(other type, other id, edge attrs)], both directions
         self._unindexed = defaultdict(list)   # relation -> its edge sets, indexed into `adj` when a question first walks it
         for (st, rel, dt), es in graph.edges.items():
@@ -187,7 +190,7 @@ class AcademicGraph:
         "The graph `state()` described, with no indexing work."
         self = cls.__new__(cls)
         self.graph = ScholarlyGraph(nodes=s['nodes'], edges=s['edges'], metadata=s['metadata'])
-        self.nodes = {t: self.graph.nodes.get(t, {}) for t in ('Paper', 'Author', 'Venue')}
+        self.nodes = {t: self.graph.nodes.get(t, {}) for t in NODE_TYPES}
         self.adj, self._unindexed = defaultdict(list, s['adj']), defaultdict(list)
         self.by_label, self.by_surname = defaultdict(list, s['by_label']), defaultdict(list, s['by_surname'])
         self.name_toks, self.venue_patterns, self._title_words = s['name_toks'], s['venue_patterns'], s['title_words']
@@ -204,12 +207,13 @@ class AcademicGraph:
             ys = sorted({self.nodes['Paper'][p].get('year') for p, _ in ps} - {None})
             span = '' if not ys else f', {ys[0]}' if len(ys) == 1 else f', {ys[0]}–{ys[-1]}'
             return f"{a.get('name')} ({len(ps)} paper{'s' * (len(ps) != 1)}{span})"
+        if type == 'Institution': return str(a.get('name')) + (f" ({a['country']})" if a.get('country') else '')
         return str(a.get('name')) + (f" ({a['full_name']})" if a.get('full_name') and a['full_name'] != a.get('name') else '')
 
     def summary(self) -> dict: return self.graph.summary()
     def __repr__(self): return f'AcademicGraph({", ".join(f"{k} {v}" for k, v in self.summary().items())})'
 
-GRAPH_INDEX_VERSION = 1    # the layout of `AcademicGraph.state()`: a change makes every cached index stale
+GRAPH_INDEX_VERSION = 2    # the layout of `AcademicGraph.state()`: a change makes every cached index stale (2: institutions indexed)
 GRAPH_INDEXES_KEPT = 8     # cached graph indexes kept: the most recently written
 
 @contextlib.contextmanager

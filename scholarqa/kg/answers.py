@@ -11,12 +11,15 @@ import re
 
 # %% ../../nbs/08c_answer_types.ipynb #c8a00006
 _COUNTED = (('paper', r'papers?|publications?|works?|articles?'), ('citation', r'citations?|cites|cited'),
-            ('person', r'co-?authors?|authors?|people|persons|researchers?|collaborators?'), ('venue', r'venues?|conferences?|journals?'))
+            ('person', r'co-?authors?|authors?|people|persons|researchers?|collaborators?'), ('venue', r'venues?|conferences?|journals?'),
+            ('institution', r'institutions?|universit(?:y|ies)|organi[sz]ations?|affiliations?'), ('country', r'countr(?:y|ies)'))
 _NOUNS = (('venue', r'venues?|conferences?|journals?'), ('paper', r'papers?|publications?|articles?|works?'),
-          ('person', r'co-?authors?|authors?|researchers?|people|persons|collaborators?'))
+          ('person', r'co-?authors?|authors?|researchers?|people|persons|collaborators?'),
+          ('institution', r'institutions?|universit(?:y|ies)|organi[sz]ations?|affiliations?|employers?'))
+_WORKS_AT = r'\bwhere (?:does|did|do|is|was)\s+(?:\w+\s+)?work(?:s|ed|ing)?\b|\baffiliat\w*|\bemploy\w*'
 
 def expected_answer(question: str) -> str | None:
-    "What a question asks for — 'year', 'identifier', 'paper', 'person', 'venue', or 'count:<what>' ('count:*' when its wording does not say) — or None."
+    "What a question asks for — 'year', 'identifier', 'country', 'paper', 'person', 'venue', 'institution', or 'count:<what>' ('count:*' when its wording does not say) — or None."
     q = ' '.join(re.sub(r'\[[A-Z]+\]', ' ', question).casefold().split())     # a masked question's slots say nothing
     m = re.search(r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow often\b|\bcount(?:ed)?\b|\bsize of\b', q)
     if m:
@@ -24,10 +27,13 @@ def expected_answer(question: str) -> str | None:
         after = q[m.end():]
         what = next((k for k, pat in _COUNTED if re.match(rf'\W*(?:\w+\W+)?(?:{pat})\b', after)), None)
         return f'count:{what or "*"}'
+    if re.search(r'\bcountr(?:y|ies)\b', q): return 'country'
     if re.search(r'\byears?\b', q): return 'year'
     if re.search(r'\bidentifier\b|\b(id|doi)\b', q): return 'identifier'
-    if re.match(r'\W*(who|whom)\b', q) or re.search(r'\bwith whom\b', q): return 'person'
-    if re.match(r'\W*(in what way )?when\b', q): return 'year'
+    if re.match(r'\W*(who|whom)\b', q) or re.search(r'\b(?:with|by) whom\b', q): return 'person'
+    if re.match(r'\W*(in what way )?when\b', q) or re.search(r'\bwhen\W*$', q): return 'year'   # "… was published when?"
+    if re.search(_WORKS_AT, q) and not re.search(rf'\b(?:which|what)\s+(?:\w+\s+)?(?:{_NOUNS[0][1]}|{_NOUNS[1][1]}|{_NOUNS[2][1]})\b', q):
+        return 'institution'                            # "where does … work", "… is affiliated with": not "which papers … affiliated"
     if re.match(r'\W*where\b', q): return 'venue'
     if re.search(r'\bwhat else\b|\bother (papers|publications|works)\b|\bwhat (did|has|have)\b.*\b(write|wrote|written|publish|published)\b', q):
         return 'paper'
@@ -47,29 +53,30 @@ CONSTRAINTS = {   # what a question's words constrain, each a regex over the cas
     'count': r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow often\b|\bcount(?:ed|s)?\b|\bsize of\b',
     'year': r'\byears?\b|\bwhen\b|\bdates?\b',
     'citation': r'\bcit(?:e|es|ed|ing|ation|ations)\b',
-    'identifier': r'\bids?\b|\bidentifiers?\b',
+    'identifier': r'\bids?\b|\bidentifiers?\b|\bdois?\b',
     'co-authorship': r'\bco-?authors(?:hip)?\b|(?:\b(?:a|the|his|her|their|any|one|each)|[\'’]s)\s+co-?author\b|\bcollaborat\w*|\bworked with\b|\btogether with\b|\bwith whom\b'
                      r'|\b(?:co-?authored|co-?wr\w+|write|wrote|written|publish|published)\s+(?:\w+\s+)?with\b',
-    'venue': r'\bvenues?\b|\bconferences?\b|\bjournals?\b|\bproceedings\b|\bworkshops?\b|\bwhere\b',
+    'venue': r'\bvenues?\b|\bconferences?\b|\bjournals?\b|\bproceedings\b|\bworkshops?\b|\bwhere\b(?!\s+(?:does|did|do|is|was)\s+(?:\w+\s+)?work)',
     'first author': r'\b(?:first|lead|leading|main|principal)\s+author\b',
     'earliest': r'\bearliest\b|\bstart(?:ed|ing|s)?\b|\bbeg[ia]n\w*|\bdebut\w*',   # not "first": "first published" is a paper's year
     'latest': r'\blast\b|\blatest\b|\bnewest\b|\bmost recent(?:ly)?\b|\brecently\b|\blately\b',
     'most often': r'\bmost\b(?!\s+recent)|\blargest number\b|\bfavou?r(?:ed|s|ite)?\b|\bmostly\b|\bmainly\b|\busual(?:ly)?\b',
-    'a range of years': r'\bsince\b(?!\s+(?:what|which|when)\b)|\bbefore\b|\bafter\b|\bbetween\b|\buntil\b|\btill\b|\bdecades?\b|\b\d0s\b|\bearlier than\b'
+    'a range of years': r'\bsince\b(?!\s+(?:what|which|when)\b)|\bbefore\b|\bafter\b|\bbetween\b|\buntil\b|\btill\b|\bdecades?\b|\b(?:1[89]|20)?\d0[’\']?s\b|\bearlier than\b'
                         r'|\blater than\b|\bprior to\b|\bfrom \S+ (?:to|through)\b',
-}
-NOT_HELD = {      # what people ask about scholars and papers that the graph does not hold (no intent can account for it)
-    'a DOI': r'\bdois?\b',
-    'funding': r'\bfund\w*|\bgrants?\b|\bsponsor\w*|\bfinanc\w*',
-    'an affiliation': r'\baffiliat\w*|\binstitut\w*|\buniversit\w*|\bemploy\w*|\bdepartments?\b|\borgani[sz]ations?\b'
+    'an affiliation': r'\baffiliat\w*|\binstitut\w*|\buniversit\w*|\bemploy\w*|\borgani[sz]ations?\b'
                       r'|\bwhere (?:does|did|do|is|was)\s+(?:\w+\s+)?work(?:s|ed|ing)?\b',
-    'a country': r'\bcountr\w*|\bnationalit\w*|\bcity\b|\blocated\b',
+    'a country': r'\bcountr\w*|\blocated\b',
+    'references': r'\breferenc\w*|\bbibliograph\w*',
+}
+NOT_HELD = {      # what people ask about scholars and papers that the graph does not hold (no plan can account for it)
+    'funding': r'\bfund\w*|\bgrants?\b|\bsponsor\w*|\bfinanc\w*',
+    'a department': r'\bdepartments?\b|\bfacult(?:y|ies)\b',
+    'a nationality or a city': r'\bnationalit\w*|\bcity\b|\bcities\b',
     'contact details': r'\be-?mails?\b|\baddress\w*|\bphone\b|\bhomepage\b|\bwebsite\b|\borcid\b',
     'a bibliometric index': r'\bh-?index\b|\bimpact factor\b|\bi10\b',
     'length': r'\bpages?\b|\blength\b|\blong\b',
     'its contents': r'\babstracts?\b|\bkeywords?\b|\btopics?\b|\babout what\b|\bwhat is \S* ?about\b|\bsummar\w*',
     'awards': r'\bawards?\b|\bprizes?\b',
-    'references': r'\breferenc\w*|\bbibliograph\w*',
     'supervision': r'\badvis\w*|\bsupervis\w*|\bstudents?\b|\bmentor\w*|\bphd\b',
     "a person's life": r'\bborn\b|\bage\b|\bdied\b|\bbirth\w*',
 }

@@ -16,6 +16,7 @@ from ..kg.academic import GRAPH_FILE, AcademicGraph, fold, load_graph, name_toke
 from ..kg.plans import node_value
 from ..generate.answer import Answer, Evidence
 from ..kg.answers import answers_fit, constraints, expected_answer, intent_accounts, unaccounted
+from ..kg.compose import compose, find_institutions, plan_query_type, run_steps
 from ..generate.method import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
@@ -24,13 +25,13 @@ __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTE
            'link_author', 'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent',
            'Plan', 'encode_query', 'Planner', 'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance',
            'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'fact_evidence', 'plan_record',
-           'closest_labels', 'llm_phrase', 'is_llm', 'AgenticGraphRAG', 'verbalise_facts', 'FactRAG']
+           'closest_labels', 'llm_phrase', 'is_llm', 'AgenticGraphRAG']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
 class Mention:
     "An entity named in a question: its kind, the text as written, where, and the graph nodes it may mean."
-    kind: str                     # 'Paper' | 'Author' | 'Venue' | 'Year'
+    kind: str                     # 'Paper' | 'Author' | 'Venue' | 'Institution' | 'Year'
     text: str
     span: tuple                   # (start, end) character offsets in the question
     candidates: list = field(default_factory=list)   # node ids, best first ('Year': the year as int)
@@ -148,7 +149,7 @@ def find_authors(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     i = 0
     while i < len(toks):                                   # "kathleen mckeown": a name in any case, longest first
         for j in range(min(len(toks), i + 4), i + 1, -1):
-            s, e = toks[i][1], toks[j - 1][2]
+            s, e = toks[i][1], toks[j - 1][2] - (2 if re.search(r"['’]s$", toks[j - 1][0]) else 0)   # "carletta's" names Carletta
             if '  ' in text[s:e] or any(w.casefold() in _OPENERS for w, _, _ in toks[i:j]): continue
             m = link_author(graph, question[s:e], (s, e))
             if m.candidates: out.append(m); i = j - 1; break
@@ -190,9 +191,10 @@ def find_unknown_names(question: str, skip=()) -> list[Mention]:
     return out
 
 def find_mentions(graph: AcademicGraph, question: str) -> list[Mention]:
-    "Every mention in a question, in order: quoted titles, titles without quotes, then author names, venues, unknown names and years outside them."
+    "Every mention in a question, in order: quoted titles, titles without quotes, institutions, then author names, venues, unknown names and years outside them."
     ms = find_titles(graph, question)
     ms += find_inline_titles(graph, question, [m.span for m in ms])
+    ms += [Mention('Institution', t, span, ids) for t, span, ids in find_institutions(graph, question, [m.span for m in ms])]   # 08e
     for finder in (find_authors, find_venues, lambda g, q, s: find_unknown_names(q, s)):
         ms += finder(graph, question, [m.span for m in ms])
     blank = _blank(question, [m.span for m in ms])
@@ -302,6 +304,9 @@ class Plan:
     status: str = 'ok'            # 'ok' | 'not_found' | 'ambiguous' | 'no_plan'
     reason: str = ''
     answer_type: str | None = None   # what the question asks for (`expected_answer`), None when its wording does not say
+    template: str = ''            # a composed plan's answer sentence (an intent's is its own)
+    gives: str = ''               # what the plan's result is, in 08c's answer types
+    fixed: dict = field(default_factory=dict)   # a composed plan's further slots ('Author2': node id), bound once
 
     def steps(self) -> list[str]:
         "The plan as lines a student can read."
@@ -316,11 +321,13 @@ def encode_query(encoder, text: str) -> np.ndarray:
 class Planner:
     "The query-aware retrieval agent: mentions → masked question → intent by MiniLM prototypes among those the slots allow → plan."
     def __init__(self, encoder=None,              # .encode(texts) -> (n, dim) unit vectors; None = the bundled MiniLM, PyTorch-free
-                 intents: dict | None = None, temperature: float = 0.05):
+                 intents: dict | None = None, temperature: float = 0.05,
+                 compose: str = 'first'):          # composed plans (08e): 'first', 'fallback' (when no intent fits) or 'off'
         if encoder is None:                       # exported once per machine (02d): an agent's process never loads PyTorch
             from scholarqa.retrieval.dense import cached_query_encoder
             encoder = cached_query_encoder()
-        self.encoder, self.intents, self.temperature = encoder, intents or INTENTS, temperature
+        if compose not in ('first', 'fallback', 'off'): raise ValueError(f"compose is 'first', 'fallback' or 'off', not {compose!r}")
+        self.encoder, self.intents, self.temperature, self.compose = encoder, intents or INTENTS, temperature, compose
         self._protos = [(name, p) for name, i in self.intents.items() for p in i.prototypes]
         self._proto_vecs = np.asarray(encoder.encode([p for _, p in self._protos], use_cache=True))   # (n_prototypes, dim): kept
         self.accounts = {n: intent_accounts(i.prototypes, i.template, i.slots) for n, i in self.intents.items()}   # 08c
@@ -340,8 +347,31 @@ class Planner:
         return max(fits, key=lambda n: (best[n], n)), probs, best
 
     def plan(self, graph: AcademicGraph, question: str) -> Plan:
-        "Read the question: find and link its mentions, choose an intent, lay out its operations, say if it cannot go ahead."
+        "Read the question: find and link its mentions, compose a plan (08e) or choose an intent, say if it cannot go ahead."
         ms = find_mentions(graph, question)
+        c = compose(question, ms) if self.compose != 'off' else None
+        if c is not None and c.steps and self.compose == 'first': return self._composed(question, ms, c)
+        plan = self._intent_plan(question, ms)
+        if plan.status != 'no_plan' or c is None: return plan
+        return self._composed(question, ms, c) if c.steps else replace(plan, reason=c.reason or plan.reason)
+
+    def _composed(self, question: str, ms: list, c) -> Plan:
+        "A composed plan as a `Plan`: its first slots' mentions (a second person is bound once), its steps, a type read from them."
+        ops, main, qt = [dict(s) for s in c.steps], [m for k, m in c.slots.items() if not k[-1].isdigit()], plan_query_type(c.steps)
+        plan = Plan(question, masked(question, ms), qt, 'composed', {}, main, HOP_BUDGET[qt], ops, answer_type=c.asked, template=c.template, gives=c.answer,
+                    fixed={k: m.candidates[0] for k, m in c.slots.items() if k[-1].isdigit() and m.candidates})
+        return self._linked(plan, list(c.slots.values()))
+
+    def _linked(self, plan: Plan, used: list) -> Plan:
+        "The plan, or its refusal when a mention it uses links to no node (not_found) or to several (ambiguous)."
+        if missing := [m for m in used if not m.candidates]:
+            plan.status, plan.reason = 'not_found', '; '.join(f'no {m.kind.lower()} named "{m.text}" in the graph' for m in missing)
+        elif amb := [m for m in used if m.kind != 'Year' and m.match in ('exact', 'compatible', 'inline') and len(m.candidates) > 1]:
+            plan.status, plan.reason = 'ambiguous', '; '.join(f'"{m.text}" fits {len(m.candidates)} {m.kind.lower()}s' for m in amb)
+        return plan
+
+    def _intent_plan(self, question: str, ms: list) -> Plan:
+        "The nearest intent that fits the mentions, the answer type and every constraint, as a `Plan` (or why none does)."
         mq = masked(question, ms)
         intent, probs, best = self.classify(mq, tuple(sorted({m.kind for m in ms})))
         if intent is None:
@@ -363,12 +393,8 @@ class Planner:
         if intent not in whole: intent = max(whole, key=lambda n: (best.get(n, -1.0), n))
         it = self.intents[intent]
         used = [next(m for m in ms if m.kind == k) for k in it.slots]          # one mention per slot: the first
-        plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type], [dict(o) for o in it.ops], answer_type=asked)
-        if missing := [m for m in used if not m.candidates]:
-            plan.status, plan.reason = 'not_found', '; '.join(f'no {m.kind.lower()} named "{m.text}" in the graph' for m in missing)
-        elif amb := [m for m in used if m.kind != 'Year' and m.match in ('exact', 'compatible', 'inline') and len(m.candidates) > 1]:
-            plan.status, plan.reason = 'ambiguous', '; '.join(f'"{m.text}" fits {len(m.candidates)} {m.kind.lower()}s' for m in amb)
-        return plan
+        plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type], [dict(o) for o in it.ops], answer_type=asked, gives=it.answers)
+        return self._linked(plan, used)
 
     def fits(self, slots: tuple) -> list:
         "The intents whose slots the question's mentions fill: exactly, else as a subset with no kind twice."
@@ -381,8 +407,8 @@ PLAN_PROMPT = ('A question about a scholarly graph of papers, authors and venues
 
 class LLMPlanner(Planner):
     "The planning agent with an LLM (03, schema-constrained JSON) choosing the intent; mentions and linking stay as above."
-    def __init__(self, backend, encoder=None, intents: dict | None = None, temperature: float = 0.05):
-        super().__init__(encoder, intents, temperature)
+    def __init__(self, backend, encoder=None, intents: dict | None = None, temperature: float = 0.05, compose: str = 'fallback'):
+        super().__init__(encoder, intents, temperature, compose)      # the LLM chooses among intents; a composed plan where none fits
         self.backend = backend
 
     def classify(self, masked_question: str, slots: tuple) -> tuple:
@@ -411,7 +437,8 @@ def _node_attr(graph: AcademicGraph, type: str, id: str, name: str):
     return node_value(graph.nodes[type][id], name)     # the plan language's reading of a node (08d_plans): source ids, DOIs, …
 
 def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
-    "Run typed graph operations from the start nodes (`start`: {slot kind: node id, or the year})."
+    "Run typed graph operations from the start nodes (`start`: {slot kind: node id, or the year}); a composed plan (08e) by 08d's `run_plan`."
+    if ops and ops[0]['op'] == 'lookup': return Result(*run_steps(graph, ops, start))
     first = next(k for k in start if k != 'Year')
     frontier, nodes, evidence, seen = [(first, start[first])], [(first, start[first])], [], set()
     def read(s, r, o):
@@ -500,7 +527,7 @@ def answer_claims(graph: AcademicGraph, answer: str, result: Result) -> tuple[li
     (identifiers) and every number outside the labels (years, counts)."""
     is_node = lambda l: any(graph.by_label.get((t, fold(l))) for t in ('Paper', 'Author', 'Venue'))
     labels = {graph.label(t, i) for t, i in result.nodes} | {str(x) for e in result.evidence for x in (e[0], e[2])} | set(result.values)
-    found = sorted((l for l in labels if len(l) > 2 and not l.isdigit() and l.casefold() in answer.casefold()), key=len, reverse=True)
+    found = sorted((l for l in labels if (len(l) > 2 or l in result.values) and not l.isdigit() and l.casefold() in answer.casefold()), key=len, reverse=True)
     rest = answer
     for l in found: rest = re.sub(re.escape(l), lambda m: ' ' * len(m.group()), rest, flags=re.I)
     unknown = [m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()] + [m.text.rstrip('.,;:!?') for m in find_unknown_names(_blank(rest, [m.span() for m in re.finditer(r'"[^"]*"', rest)]))]
@@ -620,7 +647,7 @@ class AgenticGraphRAG:
         elif plan.status != 'ok': found['done'] = self._refusal(plan)
         if 'done' in found: return found
         g, best, tried, t0 = self.graph, None, 0, time.perf_counter()
-        for start in self._starts(plan.mentions):
+        for start in ({**plan.fixed, **s} for s in self._starts(plan.mentions)):
             res = execute(g, plan.ops, start)
             cov = coverage(g, plan.mentions, start, res)
             rel = relevance(self.encoder, question, [g.describe(t, i) for t, i in res.nodes]) if self.use_sufficiency else None
@@ -638,9 +665,10 @@ class AgenticGraphRAG:
         if 'done' in found:
             done = found['done']
             return replace(done, timings={**found['timings'], **done.timings}, plan=copy.deepcopy(done.plan))
-        g, intent, start, res, t0 = self.graph, self.planner.intents[plan.intent], found['start'], found['result'], time.perf_counter()
-        slots = {k: (v if k == 'Year' else g.label(k, v)) for k, v in start.items()}
-        text, ver, status = phrase(intent, slots, res.values), dict(_NO_CHECK), 'ok'
+        g, start, res, t0 = self.graph, found['start'], found['result'], time.perf_counter()
+        intent = self.planner.intents.get(plan.intent) or Intent(plan.intent, plan.query_type, (), tuple(plan.ops), plan.template, (), answers=plan.gives)
+        slots = {k: (v if k == 'Year' else g.label(k.rstrip('0123456789'), v)) for k, v in start.items()}
+        text, ver, status = phrase(intent, slots, res.values), dict(_NO_CHECK), 'ok' if res.values else 'not_found'
         given = tuple(str(v) for v in slots.values())
         wrote = writer is not None and bool(res.values)
         if wrote: text, ver = self._write(question, text, res, given, writer)
@@ -648,9 +676,13 @@ class AgenticGraphRAG:
         reason = '' if res.values else f'the plan ({intent.name}) found no values in the graph'
         if self.use_verification and res.values and ver['score'] < self.gamma:
             status, reason = 'uncertain', f'the answer scored {ver["score"]} in verification, below gamma = {self.gamma}'
+        ver['answer_type'] = {'asked': plan.answer_type, 'given': intent.answers, 'fits': answers_fit(intent.answers, plan.answer_type)}
+        if not ver['answer_type']['fits']:                 # a result of another type than asked is never an answer
+            status, reason = 'no_plan', f'the plan gives {intent.answers}, and the question asks for {plan.answer_type}'
+            text, res = f'Cannot answer: {reason}.', replace(res, values=[])
         cov, s, rel = found['cov'], found['s'], found['rel']
         record = plan_record(plan.query_type, plan.intent, plan.steps(),
-                             [{'type': k, 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], found['expansions'], ver, [],
+                             [{'type': k.rstrip('0123456789'), 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], found['expansions'], ver, [],
                              {'Cov': round(cov, 4), 'Rel': None if rel is None else round(rel, 4), 'S': None if s is None else round(s, 4)},
                              plan.type_probs)
         return Answer(text, backend=writer.name if wrote else 'template', model=getattr(writer, 'model_id', '') if wrote else '',
@@ -742,50 +774,3 @@ def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 
     writer, llm_planner = backend_of('writer', writer, built), backend_of('llm_planner', llm_planner, built)
     planner = LLMPlanner(llm_planner, encoder) if llm_planner is not None else None
     return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma, planner=planner, writer=writer)
-
-# %% ../../nbs/08_agentic.ipynb #3e8bda52
-def verbalise_facts(graph: AcademicGraph) -> list[tuple[str, list[str]]]:
-    "One sentence per graph fact, with the labels and values it names: [(sentence, [label or value, …])]."
-    out = []
-    for pid, a in graph.nodes['Paper'].items():
-        t, x = a.get('title', ''), _node_attr(graph, 'Paper', pid, 'source_id')
-        out += [(f'"{t}" was published in {a["year"]}.', [t, str(a['year'])])] if a.get('year') else []
-        out += [(f'"{t}" appeared at {graph.label("Venue", v)}.', [t, graph.label('Venue', v)]) for v, _ in graph.neighbours('Paper', pid, 'published_in', 'Venue')]
-        out += [(f'"{t}" has been cited {a["cited_by_count"]} times.', [t, str(a['cited_by_count'])])] if a.get('cited_by_count') is not None else []
-        out += [(f'The identifier of "{t}" is {x}.', [t, str(x)])] if x else []
-        out += [(f'{graph.label("Author", au)} is an author of "{t}".', [graph.label('Author', au), t])
-                for au, _ in sorted(graph.neighbours('Paper', pid, 'writes', 'Author'), key=lambda e: e[1].get('position') or 0)]
-    return out
-
-class FactRAG:
-    "VanillaRAG over verbalised graph facts: the top-k sentences by BM25 (or hybrid), every value they name beyond the question's."
-    name = 'vanilla-facts'
-    def __init__(self, graph: AcademicGraph, k: int = 5, encoder=None, depth: int = 100):   # depth: BM25 hits the hybrid re-scores
-        from scholarqa.retrieval.base import Chunk
-        from scholarqa.retrieval.bm25 import BM25Index
-        self.facts, self.k, self.encoder, self.depth = verbalise_facts(graph), k, encoder, depth
-        self.bm25 = BM25Index([Chunk(str(i), s, '', '', [], 0, 0) for i, (s, _) in enumerate(self.facts)])
-
-    def top(self, question: str) -> list[int]:
-        "Indices of the top-k facts (BM25; with an encoder, min–max fusion of BM25 and MiniLM over BM25's top `depth`)."
-        from scholarqa.retrieval.fusion import minmax
-        hits = self.bm25.retrieve(question, self.depth if self.encoder is not None else self.k)
-        if self.encoder is None or not hits: return [int(h.chunk.id) for h in hits]
-        dense = np.asarray(self.encoder.encode([h.chunk.text for h in hits])) @ encode_query(self.encoder, question)   # (n,)
-        return [int(hits[j].chunk.id) for j in np.argsort(-(minmax([h.score for h in hits]) + minmax(dense)), kind='stable')[:self.k]]
-
-    def run(self, question: str) -> Answer:
-        "The top-k fact sentences as the text, every value they name beyond the question's own words as the values."
-        idx, q = self.top(question), fold(question)
-        values = list(dict.fromkeys(v for i in idx for v in self.facts[i][1] if fold(v) not in q))
-        return Answer(' '.join(self.facts[i][0] for i in idx), backend='template', status='ok', values=values,
-                      evidence=[Evidence(f'Fact-{n}', self.facts[i][0], 'fact', source={'sentence': i}) for n, i in enumerate(idx)],
-                      plan=plan_record(steps=[f'top {self.k} facts']), question=question, method=self.name)
-    def retrieve(self, question: str, k: int = 5) -> list:
-        "The Method protocol (03d_method): the top facts as evidence (the run is kept for `answer`)."
-        self._last = self.run(question)
-        return self._last.evidence[:k]
-    def answer(self, question: str, evidence, backend=None) -> Answer:
-        "The Method protocol: every value the retrieved facts name (no backend is used)."
-        last = getattr(self, '_last', None)
-        return last if last is not None and last.question == question else self.run(question)

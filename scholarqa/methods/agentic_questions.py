@@ -13,12 +13,15 @@ from pathlib import Path
 from ..doc import blake2b_hex
 from ..kg.graphs import ScholarlyGraph
 from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold
-from .agentic import INTENTS, QUERY_TYPES, find_venues, link_author
-from ..kg.plans import PlanGraph, run_plan
+import numpy as np
+from ..generate.answer import Answer, Evidence
+from .agentic import INTENTS, QUERY_TYPES, encode_query, find_venues, link_author, plan_record
+from ..kg.plans import PlanGraph, node_value, run_plan
+from ..kg.compose import plan_query_type
 
 # %% auto #0
 __all__ = ['PHRASINGS', 'gold_values', 'score_answer', 'question_starts', 'make_questions', 'loosen_title', 'loose_questions',
-           'load_paraphrases', 'evaluate_agent']
+           'load_paraphrases', 'evaluate_agent', 'verbalise_facts', 'FactRAG']
 
 # %% ../../nbs/08a_agentic_questions.ipynb #ace15295
 PHRASINGS = {   # question templates for evaluation (not the planner's prototypes); a title is written in quotes
@@ -129,7 +132,7 @@ def question_starts(g: AcademicGraph, intent: str, el: dict) -> list[dict]:
 
 def make_questions(graph: AcademicGraph, source: str, per_type: int = 100, seed: int = 0,
                    fractions=(('dev', 0.3), ('test', 0.7))) -> list[dict]:
-    "Template questions over one source's part of the graph, `per_type` of each query type, answers by `gold_values`, split by start."
+    "Template questions over one source's part of the graph, `per_type` of each query type, answers by `gold_values`, split by start; each intent's last phrasing is held out of dev (`phrasing`: 'dev phrasing' or 'held out')."
     import random
     from scholarqa.datasets import hash_split
     g, rng, el, out = graph, random.Random(seed), _eligible(graph, source), []
@@ -143,9 +146,11 @@ def make_questions(graph: AcademicGraph, source: str, per_type: int = 100, seed:
                          'author': g.label('Author', st['Author']) if 'Author' in st else None,
                          'venue': g.label('Venue', st['Venue']) if 'Venue' in st else None}
                 key = '|'.join(f'{k}={v}' for k, v in sorted(st.items()))
+                split = hash_split(f'{n}|{key}', seed, fractions)
+                k_ = rng.randrange(len(PHRASINGS[n]) - (split != 'test'))       # the last phrasing of each intent: test questions only
                 out.append({'id': f'{source}-{n}-' + blake2b_hex(key, 6), 'source': source, 'type': qtype, 'intent': n,
-                            'question': rng.choice(PHRASINGS[n]).format(**names), 'start': st,
-                            'gold': gold_values(g.graph, n, st), 'split': hash_split(f'{n}|{key}', seed, fractions)})
+                            'question': PHRASINGS[n][k_].format(**names), 'start': st, 'gold': gold_values(g.graph, n, st), 'split': split,
+                            'phrasing': 'held out' if k_ == len(PHRASINGS[n]) - 1 else 'dev phrasing'})
     return out
 
 def loosen_title(title: str, rng) -> str:
@@ -191,7 +196,7 @@ def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
                 if len(ids) != 1: raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, not one')
                 bound[slot] = (kind, ids[0])
             r = run_plan(pg, q['plan'], bound)
-            q = {**q, 'type': q.get('kind', 'composed'), 'start': bound, 'gold': r.values, 'answer_type': r.answer_type}
+            q = {**q, 'type': plan_query_type(q['plan']), 'start': bound, 'gold': r.values, 'answer_type': r.answer_type}
         out.append(q)
     return out
 
@@ -212,3 +217,50 @@ def evaluate_agent(agent, questions: list[dict], progress: bool = False) -> list
                      'predicted_type': plan.get('query_type'), 'predicted_intent': plan.get('intent'), 'status': a.status,
                      'expansions': plan.get('expansions', 0), 'verification': (plan.get('verification') or {}).get('score'), **s, 'seconds': dt})
     return rows
+
+# %% ../../nbs/08a_agentic_questions.ipynb #3e8bda52
+def verbalise_facts(graph: AcademicGraph) -> list[tuple[str, list[str]]]:
+    "One sentence per graph fact, with the labels and values it names: [(sentence, [label or value, …])]."
+    out = []
+    for pid, a in graph.nodes['Paper'].items():
+        t, x = a.get('title', ''), node_value(a, 'source_id')
+        out += [(f'"{t}" was published in {a["year"]}.', [t, str(a['year'])])] if a.get('year') else []
+        out += [(f'"{t}" appeared at {graph.label("Venue", v)}.', [t, graph.label('Venue', v)]) for v, _ in graph.neighbours('Paper', pid, 'published_in', 'Venue')]
+        out += [(f'"{t}" has been cited {a["cited_by_count"]} times.', [t, str(a['cited_by_count'])])] if a.get('cited_by_count') is not None else []
+        out += [(f'The identifier of "{t}" is {x}.', [t, str(x)])] if x else []
+        out += [(f'{graph.label("Author", au)} is an author of "{t}".', [graph.label('Author', au), t])
+                for au, _ in sorted(graph.neighbours('Paper', pid, 'writes', 'Author'), key=lambda e: e[1].get('position') or 0)]
+    return out
+
+class FactRAG:
+    "VanillaRAG over verbalised graph facts: the top-k sentences by BM25 (or hybrid), every value they name beyond the question's."
+    name = 'vanilla-facts'
+    def __init__(self, graph: AcademicGraph, k: int = 5, encoder=None, depth: int = 100):   # depth: BM25 hits the hybrid re-scores
+        from scholarqa.retrieval.base import Chunk
+        from scholarqa.retrieval.bm25 import BM25Index
+        self.facts, self.k, self.encoder, self.depth = verbalise_facts(graph), k, encoder, depth
+        self.bm25 = BM25Index([Chunk(str(i), s, '', '', [], 0, 0) for i, (s, _) in enumerate(self.facts)])
+
+    def top(self, question: str) -> list[int]:
+        "Indices of the top-k facts (BM25; with an encoder, min–max fusion of BM25 and MiniLM over BM25's top `depth`)."
+        from scholarqa.retrieval.fusion import minmax
+        hits = self.bm25.retrieve(question, self.depth if self.encoder is not None else self.k)
+        if self.encoder is None or not hits: return [int(h.chunk.id) for h in hits]
+        dense = np.asarray(self.encoder.encode([h.chunk.text for h in hits])) @ encode_query(self.encoder, question)   # (n,)
+        return [int(hits[j].chunk.id) for j in np.argsort(-(minmax([h.score for h in hits]) + minmax(dense)), kind='stable')[:self.k]]
+
+    def run(self, question: str) -> Answer:
+        "The top-k fact sentences as the text, every value they name beyond the question's own words as the values."
+        idx, q = self.top(question), fold(question)
+        values = list(dict.fromkeys(v for i in idx for v in self.facts[i][1] if fold(v) not in q))
+        return Answer(' '.join(self.facts[i][0] for i in idx), backend='template', status='ok', values=values,
+                      evidence=[Evidence(f'Fact-{n}', self.facts[i][0], 'fact', source={'sentence': i}) for n, i in enumerate(idx)],
+                      plan=plan_record(steps=[f'top {self.k} facts']), question=question, method=self.name)
+    def retrieve(self, question: str, k: int = 5) -> list:
+        "The Method protocol (03d_method): the top facts as evidence (the run is kept for `answer`)."
+        self._last = self.run(question)
+        return self._last.evidence[:k]
+    def answer(self, question: str, evidence, backend=None) -> Answer:
+        "The Method protocol: every value the retrieved facts name (no backend is used)."
+        last = getattr(self, '_last', None)
+        return last if last is not None and last.question == question else self.run(question)
