@@ -365,3 +365,12 @@ def test_real_composed_plans_use_every_operation_and_give_the_gold(real_graph, p
         if a.status != 'ok' or sorted(map(fold, a.values)) != sorted(map(fold, q['gold'])): bad.append((q['id'], a.status, a.values[:3], q['gold'][:3]))
     assert not bad, bad
     assert ops >= {'lookup', 'traverse', 'filter', 'linked', 'exclude', 'intersect', 'attr', 'count', 'min', 'max', 'top'}, ops
+
+
+def test_the_planner_default_is_the_one_dev_kept():
+    "The package's planner composes plans as the last full run of 08b kept on dev (`planner_dev`), not as anyone assumed."
+    import csv, inspect
+    from scholarqa.methods.agentic import Planner
+    rows = list(csv.DictReader((FREE.parents[1] / 'outputs' / '08_agentic' / 'planner_dev.csv').open(encoding='utf-8')))
+    kept = [r['compose'] for r in rows if r['kept'] == 'True']
+    assert len(rows) >= 3 and kept == [inspect.signature(Planner.__init__).parameters['compose'].default], (kept, rows)
