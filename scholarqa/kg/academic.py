@@ -16,8 +16,8 @@ from .graphs import ScholarlyGraph, author_key, scholarly_graph
 # %% auto #0
 __all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURCE_ID_KEY', 'NODE_TYPES', 'GRAPH_INDEX_VERSION',
            'GRAPH_INDEXES_KEPT', 'graph_to_json', 'graph_from_json', 'source_graph', 'merge_graphs', 'graph_sources',
-           'build_graph_folder', 'fold', 'name_tokens', 'venue_aliases', 'AcademicGraph', 'no_gc', 'graph_index_cache',
-           'load_graph', 'demo_graph']
+           'build_graph_folder', 'fold', 'name_tokens', 'venue_aliases', 'name_patterns', 'blank', 'find_named',
+           'AcademicGraph', 'no_gc', 'graph_index_cache', 'load_graph', 'demo_graph']
 
 # %% ../../nbs/01d_academic_graph.ipynb #2d083bcb
 GRAPH_FILE, GRAPH_RECORD = 'graph.json', 'graph_record.json'
@@ -125,6 +125,32 @@ def venue_aliases(attrs: dict) -> list[str]:
     tails = [(m.group(1), x[:m.start()].strip()) for x in names for m in [re.search(r'\(([A-Z][A-Za-z]*[A-Z])\)\s*$', x)] if m]
     return list(dict.fromkeys(names + [a for a, _ in tails] + [b for _, b in tails if b]))
 
+def name_patterns(spellings) -> list[tuple[str, str, str]]:
+    "(casefolded name, node id, the name as spelt) for each (name, id) of at least two letters, longest first: what `find_named` reads."
+    spell = {(x.casefold(), nid): x for x, nid in spellings}
+    return sorted(((k, nid, x) for (k, nid), x in spell.items() if len(k) >= 2), key=lambda p: (-len(p[0]), p[0], p[1]))
+
+def blank(text: str, spans) -> str:
+    "`text` with each (start, end) span overwritten by spaces: what was read already stays out of the next reading, and offsets hold."
+    for s, e in spans: text = text[:s] + ' ' * (e - s) + text[e:]
+    return text
+
+def find_named(question: str, patterns, skip=()) -> list[tuple[str, tuple, list]]:
+    """(text as written, (start, end), node ids) for each name of `patterns` (`name_patterns`) the question holds as whole
+    words outside the `skip` spans: longest first, none overlapping; a name of six letters or fewer (an acronym) only as spelt."""
+    text, out = blank(question, skip), []
+    folded = text.casefold()
+    for key, nid, spelt in patterns:
+        if key not in folded: continue                       # most names are not in the question at all: skip the regex
+        for m in re.finditer(r'(?<!\w)' + re.escape(key) + r'(?!\w)', folded):
+            s, e = m.span()
+            if len(key) <= 6 and question[s:e] != spelt: continue
+            same = next((x for x in out if x[1] == (s, e)), None)
+            if same is not None:
+                if nid not in same[2]: same[2].append(nid)
+            elif not any(s < x[1][1] and x[1][0] < e for x in out): out.append((question[s:e], (s, e), [nid]))
+    return sorted(out, key=lambda x: x[1])
+
 NODE_TYPES = ('Paper', 'Author', 'Venue', 'Institution')   # what a question can name: institutions come from OpenAlex affiliations
 
 class AcademicGraph:
@@ -147,8 +173,8 @@ class AcademicGraph:
                 if t == 'Author':
                     toks = self.name_toks[nid] = name_tokens(a.get('name', ''))
                     if toks: self.by_surname[toks[-1]].append(nid)
-        spell = {(x.casefold(), nid): x for nid, a in self.nodes['Venue'].items() for x in venue_aliases(a)}
-        self.venue_patterns = sorted(((k, nid, x) for (k, nid), x in spell.items() if len(k) >= 2), key=lambda p: (-len(p[0]), p[0], p[1]))
+        self.venue_patterns = name_patterns((x, nid) for nid, a in self.nodes['Venue'].items() for x in venue_aliases(a))
+        self.institution_patterns = name_patterns((a['name'], nid) for nid, a in self.nodes['Institution'].items() if a.get('name'))
         self._title_words = None
 
     def label(self, type: str, id: str) -> str:
@@ -182,7 +208,7 @@ class AcademicGraph:
         for rel in list(self._unindexed): self._index(rel)
         g = self.graph
         return {'nodes': g.nodes, 'edges': g.edges, 'metadata': g.metadata, 'adj': dict(self.adj), 'by_label': dict(self.by_label),
-                'by_surname': dict(self.by_surname), 'name_toks': self.name_toks, 'venue_patterns': self.venue_patterns,
+                'by_surname': dict(self.by_surname), 'name_toks': self.name_toks, 'venue_patterns': self.venue_patterns, 'institution_patterns': self.institution_patterns,
                 'title_words': self.title_words()}
 
     @classmethod
@@ -194,6 +220,7 @@ class AcademicGraph:
         self.adj, self._unindexed = defaultdict(list, s['adj']), defaultdict(list)
         self.by_label, self.by_surname = defaultdict(list, s['by_label']), defaultdict(list, s['by_surname'])
         self.name_toks, self.venue_patterns, self._title_words = s['name_toks'], s['venue_patterns'], s['title_words']
+        self.institution_patterns = s['institution_patterns']
         return self
 
     def describe(self, type: str, id: str) -> str:
@@ -213,7 +240,7 @@ class AcademicGraph:
     def summary(self) -> dict: return self.graph.summary()
     def __repr__(self): return f'AcademicGraph({", ".join(f"{k} {v}" for k, v in self.summary().items())})'
 
-GRAPH_INDEX_VERSION = 2    # the layout of `AcademicGraph.state()`: a change makes every cached index stale (2: institutions indexed)
+GRAPH_INDEX_VERSION = 3    # the layout of `AcademicGraph.state()`: a change makes every cached index stale (3: institutions indexed and found by name)
 GRAPH_INDEXES_KEPT = 8     # cached graph indexes kept: the most recently written
 
 @contextlib.contextmanager

@@ -8,13 +8,13 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .academic import fold
-from .answers import CONSTRAINTS, NOT_HELD, constraints, expected_answer, unaccounted
+from .academic import blank
+from .answers import CONSTRAINTS, NOT_HELD, constraints, expected_answer, masked, unaccounted
 from .plans import PLAN_ATTRIBUTES, PlanError, PlanGraph, plan_answer, run_plan
 
 # %% auto #0
-__all__ = ['NODE_OF', 'START_ORDER', 'plan_graph', 'find_institutions', 'year_condition', 'to_papers', 'coauthors',
-           'plan_accounts', 'Composed', 'compose', 'plan_query_type', 'run_steps']
+__all__ = ['NODE_OF', 'START_ORDER', 'plan_graph', 'slot_type', 'year_condition', 'to_papers', 'coauthors', 'plan_accounts',
+           'Composed', 'compose', 'plan_query_type', 'run_steps']
 
 # %% ../../nbs/08e_compose.ipynb #44a56de4
 def plan_graph(graph) -> PlanGraph:
@@ -26,23 +26,9 @@ def plan_graph(graph) -> PlanGraph:
         except AttributeError: pass                  # an object that takes no attributes: made again next time
     return pg
 
-def find_institutions(graph, question: str, skip=()) -> list[tuple[str, tuple, list]]:
-    "(text as written, (start, end), node ids) for each institution the question names as whole words: longest first, none overlapping, none inside `skip` spans."
-    pg = plan_graph(graph)
-    if (names := getattr(pg, '_institution_names', None)) is None:
-        by = defaultdict(list)
-        for i in sorted(pg.nodes.get('Institution', {})):
-            key = pg.label('Institution', i).casefold()
-            if len(key) >= 4: by[key].append(i)
-        names = pg._institution_names = sorted(by.items(), key=lambda x: (-len(x[0]), x[0]))
-    text = question
-    for s, e in skip: text = text[:s] + ' ' * (e - s) + text[e:]
-    folded, out = text.casefold(), []
-    for key, ids in names:
-        if key not in folded: continue                # most institutions are not named at all: skip the regex
-        for m in re.finditer(r'(?<!\w)' + re.escape(key) + r'(?!\w)', folded):
-            if not any(m.start() < e and s < m.end() for _, (s, e), _ in out): out.append((question[m.start():m.end()], m.span(), list(ids)))
-    return sorted(out, key=lambda x: x[1])
+def slot_type(slot: str) -> str:
+    "The node type a plan's slot holds: its name without a trailing number ('Author2', a second person, holds an Author)."
+    return slot.rstrip('0123456789')
 
 # %% ../../nbs/08e_compose.ipynb #bfd07bd8
 _Y = r'((?:1[89]|20)\d\d)'
@@ -124,22 +110,14 @@ class Composed:
     reason: str = ''                            # why there is no plan (steps empty)
     template: str = ''                          # the answer sentence: {AUTHOR}, {PAPER}, … and {values}
 
-    def slot_types(self) -> dict: return {k: k.rstrip('0123456789') for k in self.slots}
+    def slot_types(self) -> dict: return {k: slot_type(k) for k in self.slots}
 
 # %% ../../nbs/08e_compose.ipynb #f376ab53
-def _masked(question: str, mentions) -> str:
-    for m in sorted(mentions, key=lambda m: -m.span[0]): question = question[:m.span[0]] + f'[{m.kind.upper()}]' + question[m.span[1]:]
-    return ' '.join(question.split())
-
-def _blanked(question: str, mentions) -> str:
-    for m in mentions: question = question[:m.span[0]] + ' ' * (m.span[1] - m.span[0]) + question[m.span[1]:]
-    return question
-
 def compose(question: str, mentions) -> Composed:
     """A plan for `question` from its linked mentions (objects with kind, text, span, candidates): the start node, what the
     question asks for (08c), every constraint it states, composed into steps of 08d's language — or the reason there is none."""
     ms = [m for m in mentions if m.kind != 'Year']
-    mq = _masked(question, mentions)
+    mq = masked(question, mentions)
     q, asked, told = mq.casefold(), expected_answer(mq), constraints(mq)
     out, kinds = Composed(asked=asked), defaultdict(list)
     for m in ms: kinds[m.kind].append(m)
@@ -156,7 +134,7 @@ def compose(question: str, mentions) -> Composed:
     want = _COUNT_OF[S] if asked == 'count:*' else asked
     if want is None: out.reason = 'it does not say what it asks for (a year, a number, papers, people, venues, institutions, …)'; return out
     counted, what = want.startswith('count:') and want != 'count:citation', want.split(':')[-1]
-    cond = year_condition(_blanked(question, ms))
+    cond = year_condition(blank(question, [m.span for m in ms]))
     def papers(together: bool = True) -> list:      # the start's papers, narrowed by each paper condition the question states
         st = to_papers(S)
         if together and 'Author2' in slots: st.append({'op': 'linked', 'rel': 'writes', 'slot': 'Author2'})
@@ -221,7 +199,7 @@ def plan_query_type(steps: list) -> str:
 
 def run_steps(graph, steps: list, start: dict) -> tuple[list, str, list, list]:
     "(values, kind, nodes reached, facts read) of a composed plan run from its slots' nodes (`start`: {slot: node id}): what 08_agentic's `Result` holds."
-    bound = {k: (k.rstrip('0123456789'), v) for k, v in start.items() if k != 'Year'}
+    bound = {k: (slot_type(k), v) for k, v in start.items() if k != 'Year'}
     r = run_plan(plan_graph(graph), steps, bound)
     nodes = list(bound.values()) + ([(r.type, i) for i in r.items] if r.type in PLAN_ATTRIBUTES else [])
     kind = 'labels' if r.type in PLAN_ATTRIBUTES else 'number' if r.type.startswith('count:') else 'attribute'

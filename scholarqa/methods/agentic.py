@@ -12,20 +12,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..kg.academic import GRAPH_FILE, AcademicGraph, fold, load_graph, name_tokens
+from ..kg.academic import GRAPH_FILE, AcademicGraph, blank, find_named, fold, load_graph, name_tokens
 from ..kg.plans import node_value
 from ..generate.answer import Answer, Evidence
-from ..kg.answers import answers_fit, constraints, expected_answer, intent_accounts, unaccounted
-from ..kg.compose import compose, find_institutions, plan_query_type, run_steps
+from ..kg.answers import answers_fit, constraints, expected_answer, intent_accounts, masked, unaccounted
+from ..kg.compose import compose, plan_query_type, run_steps, slot_type
 from ..generate.method import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
 __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PLAN_PROMPT', 'PHRASE_PROMPT',
            'RETRY_NOTE', 'Mention', 'similar_titles', 'find_titles', 'find_inline_titles', 'names_compatible',
-           'link_author', 'find_authors', 'find_venues', 'find_unknown_names', 'find_mentions', 'masked', 'Intent',
-           'Plan', 'encode_query', 'Planner', 'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage', 'relevance',
-           'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'fact_evidence', 'plan_record',
-           'closest_labels', 'llm_phrase', 'is_llm', 'AgenticGraphRAG']
+           'link_author', 'find_authors', 'find_venues', 'find_institutions', 'find_unknown_names', 'find_mentions',
+           'Intent', 'Plan', 'encode_query', 'Planner', 'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage',
+           'relevance', 'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'fact_evidence',
+           'plan_record', 'closest_labels', 'llm_phrase', 'is_llm', 'AgenticGraphRAG']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -42,10 +42,6 @@ _QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|«([^»]{2,})»')
 _YEAR = re.compile(r'\b(1[89]\d\d|20\d\d)\b')
 _NAME_TOKEN = re.compile(r"[^\W\d_][\w'’\-‐‑–]*\.?")
 _PARTICLES = {'de', 'da', 'del', 'della', 'der', 'di', 'du', 'van', 'von', 'la', 'le', 'dos', 'das', 'ten', 'ter', 'bin', 'al'}
-
-def _blank(text: str, spans) -> str:
-    for s, e in spans: text = text[:s] + ' ' * (e - s) + text[e:]
-    return text
 
 def similar_titles(graph: AcademicGraph, text: str, k: int = 5, min_ratio: float = 0.6) -> list[tuple[str, float]]:
     "Papers whose title is closest to `text` by character similarity (difflib), among those sharing one of its rarest words."
@@ -76,7 +72,7 @@ def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: 
                        margin: float = 0.02) -> list[Mention]:
     "Titles written without quotes: a run of the question's words within a dropped word or a typo of a title of at least `min_words` words; two titles that fit equally well are both kept (ambiguous)."
     import difflib
-    text = _blank(question, skip)
+    text = blank(question, skip)
     toks = [(fold(m.group()), m.start(), m.end()) for m in _WORD.finditer(text)]
     toks = [t for t in toks if t[0]]
     idx, qwords = graph.title_words(), {t[0] for t in toks}
@@ -139,12 +135,12 @@ def _name_runs(text: str):
 
 def find_authors(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     "Author names outside `skip` spans: the longest capitalised run at each position that links to an author, then runs in any case that link to one."
-    text, out, nxt = _blank(question, skip), [], 0
+    text, out, nxt = blank(question, skip), [], 0
     for i, j, s, e in _name_runs(text):
         if i < nxt: continue
         m = link_author(graph, question[s:e], (s, e))
         if m.candidates: out.append(m); nxt = j
-    text = _blank(text, [m.span for m in out])
+    text = blank(text, [m.span for m in out])
     toks = [(m.group(), m.start(), m.end()) for m in _NAME_TOKEN.finditer(text)]
     i = 0
     while i < len(toks):                                   # "kathleen mckeown": a name in any case, longest first
@@ -157,27 +153,19 @@ def find_authors(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     return sorted(out, key=lambda m: m.span)
 
 def find_venues(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
-    "Venue names as whole words, longest first, none overlapping; a short name (an acronym) only as the graph spells it."
-    text, out = _blank(question, skip), []
-    folded = text.casefold()
-    for key, vid, spelt in graph.venue_patterns:
-        if key not in folded: continue                                   # most venues are not named at all: skip the regex
-        for m in re.finditer(r'(?<![\w])' + re.escape(key) + r'(?![\w])', folded):
-            s, e = m.span()
-            if len(key) <= 6 and question[s:e] != spelt: continue
-            same = next((x for x in out if x.span == (s, e)), None)
-            if same is not None:
-                if vid not in same.candidates: same.candidates.append(vid)
-            elif not any(s < x.span[1] and x.span[0] < e for x in out):
-                out.append(Mention('Venue', question[s:e], (s, e), [vid], 'exact', 1.0))
-    return sorted(out, key=lambda m: m.span)
+    "Venue names as whole words, longest first, none overlapping; a short name (an acronym) only as the graph spells it (01d's `find_named`)."
+    return [Mention('Venue', t, span, ids, 'exact', 1.0) for t, span, ids in find_named(question, graph.venue_patterns, skip)]
+
+def find_institutions(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
+    "Institution names (OpenAlex affiliations), found as venue names are."
+    return [Mention('Institution', t, span, ids, 'exact', 1.0) for t, span, ids in find_named(question, graph.institution_patterns, skip)]
 
 _OPENERS = {'who', 'what', 'which', 'when', 'where', 'how', 'list', 'count', 'give', 'name', 'in', 'at', 'with', 'did', 'does',
             'has', 'have', 'is', 'was', 'the', 'show', 'find', 'tell', 'since', 'of', 'apart', 'by'}
 
 def find_unknown_names(question: str, skip=()) -> list[Mention]:
     "Runs of two or more capitalised words left over: a name the graph does not have (an author mention without candidates)."
-    text, out, run = _blank(question, skip), [], []
+    text, out, run = blank(question, skip), [], []
     def flush():
         r = run[1:] if run and run[0][0].casefold() in _OPENERS else run
         if len(r) >= 2 and not all(w.isupper() for w, _, _ in r):
@@ -194,18 +182,12 @@ def find_mentions(graph: AcademicGraph, question: str) -> list[Mention]:
     "Every mention in a question, in order: quoted titles, titles without quotes, institutions, then author names, venues, unknown names and years outside them."
     ms = find_titles(graph, question)
     ms += find_inline_titles(graph, question, [m.span for m in ms])
-    ms += [Mention('Institution', t, span, ids) for t, span, ids in find_institutions(graph, question, [m.span for m in ms])]   # 08e
+    ms += find_institutions(graph, question, [m.span for m in ms])
     for finder in (find_authors, find_venues, lambda g, q, s: find_unknown_names(q, s)):
         ms += finder(graph, question, [m.span for m in ms])
-    blank = _blank(question, [m.span for m in ms])
-    ms += [Mention('Year', m.group(), m.span(), [int(m.group())]) for m in _YEAR.finditer(blank)]
+    left = blank(question, [m.span for m in ms])
+    ms += [Mention('Year', m.group(), m.span(), [int(m.group())]) for m in _YEAR.finditer(left)]
     return sorted(ms, key=lambda m: m.span)
-
-def masked(question: str, mentions) -> str:
-    "The question with each mention replaced by its kind in brackets: what the query-type classifier reads."
-    for m in sorted(mentions, key=lambda m: -m.span[0]):
-        question = question[:m.span[0]] + f'[{m.kind.upper()}]' + question[m.span[1]:]
-    return ' '.join(question.split())
 
 # %% ../../nbs/08_agentic.ipynb #2680ef17
 QUERY_TYPES = ('attribute', 'relation', 'aggregation', 'multihop')
@@ -357,9 +339,9 @@ class Planner:
 
     def _composed(self, question: str, ms: list, c) -> Plan:
         "A composed plan as a `Plan`: its first slots' mentions (a second person is bound once), its steps, a type read from them."
-        ops, main, qt = [dict(s) for s in c.steps], [m for k, m in c.slots.items() if not k[-1].isdigit()], plan_query_type(c.steps)
+        ops, main, qt = [dict(s) for s in c.steps], [m for k, m in c.slots.items() if slot_type(k) == k], plan_query_type(c.steps)
         plan = Plan(question, masked(question, ms), qt, 'composed', {}, main, HOP_BUDGET[qt], ops, answer_type=c.asked, template=c.template, gives=c.answer,
-                    fixed={k: m.candidates[0] for k, m in c.slots.items() if k[-1].isdigit() and m.candidates})
+                    fixed={k: m.candidates[0] for k, m in c.slots.items() if slot_type(k) != k and m.candidates})
         return self._linked(plan, list(c.slots.values()))
 
     def _linked(self, plan: Plan, used: list) -> Plan:
@@ -433,9 +415,6 @@ class Result:
     nodes: list                   # [(type, id)] reached, start node first
     evidence: list                # [[subject, relation, object]] in the order read
 
-def _node_attr(graph: AcademicGraph, type: str, id: str, name: str):
-    return node_value(graph.nodes[type][id], name)     # the plan language's reading of a node (08d_plans): source ids, DOIs, …
-
 def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
     "Run typed graph operations from the start nodes (`start`: {slot kind: node id, or the year}); a composed plan (08e) by 08d's `run_plan`."
     if ops and ops[0]['op'] == 'lookup': return Result(*run_steps(graph, ops, start))
@@ -467,7 +446,7 @@ def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
             frontier = [(t, i) for t, i in frontier if not (t == o['slot'] and i == start[o['slot']])]
         elif op == 'attr':
             t, i = frontier[0]
-            v = _node_attr(graph, t, i, o['name'])
+            v = node_value(graph.nodes[t][i], o['name'])     # the plan language's reading of a node (08d_plans): source ids, DOIs, …
             if v is not None: read(graph.label(t, i), o['name'], v)
             return Result([] if v is None else [str(v)], 'attribute', nodes, evidence)
         elif op == 'count':
@@ -530,7 +509,7 @@ def answer_claims(graph: AcademicGraph, answer: str, result: Result) -> tuple[li
     found = sorted((l for l in labels if (len(l) > 2 or l in result.values) and not l.isdigit() and l.casefold() in answer.casefold()), key=len, reverse=True)
     rest = answer
     for l in found: rest = re.sub(re.escape(l), lambda m: ' ' * len(m.group()), rest, flags=re.I)
-    unknown = [m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()] + [m.text.rstrip('.,;:!?') for m in find_unknown_names(_blank(rest, [m.span() for m in re.finditer(r'"[^"]*"', rest)]))]
+    unknown = [m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()] + [m.text.rstrip('.,;:!?') for m in find_unknown_names(blank(rest, [m.span() for m in re.finditer(r'"[^"]*"', rest)]))]
     entities = [l for l in found if is_node(l)]
     return entities, unknown, [l for l in found if not is_node(l)] + _NUMBER.findall(rest)
 
@@ -667,7 +646,7 @@ class AgenticGraphRAG:
             return replace(done, timings={**found['timings'], **done.timings}, plan=copy.deepcopy(done.plan))
         g, start, res, t0 = self.graph, found['start'], found['result'], time.perf_counter()
         intent = self.planner.intents.get(plan.intent) or Intent(plan.intent, plan.query_type, (), tuple(plan.ops), plan.template, (), answers=plan.gives)
-        slots = {k: (v if k == 'Year' else g.label(k.rstrip('0123456789'), v)) for k, v in start.items()}
+        slots = {k: (v if k == 'Year' else g.label(slot_type(k), v)) for k, v in start.items()}
         text, ver, status = phrase(intent, slots, res.values), dict(_NO_CHECK), 'ok' if res.values else 'not_found'
         given = tuple(str(v) for v in slots.values())
         wrote = writer is not None and bool(res.values)
@@ -682,7 +661,7 @@ class AgenticGraphRAG:
             text, res = f'Cannot answer: {reason}.', replace(res, values=[])
         cov, s, rel = found['cov'], found['s'], found['rel']
         record = plan_record(plan.query_type, plan.intent, plan.steps(),
-                             [{'type': k.rstrip('0123456789'), 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], found['expansions'], ver, [],
+                             [{'type': slot_type(k), 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], found['expansions'], ver, [],
                              {'Cov': round(cov, 4), 'Rel': None if rel is None else round(rel, 4), 'S': None if s is None else round(s, 4)},
                              plan.type_probs)
         return Answer(text, backend=writer.name if wrote else 'template', model=getattr(writer, 'model_id', '') if wrote else '',

@@ -17,7 +17,7 @@ import numpy as np
 from ..generate.answer import Answer, Evidence
 from .agentic import INTENTS, QUERY_TYPES, encode_query, find_venues, link_author, plan_record
 from ..kg.plans import PlanGraph, node_value, run_plan
-from ..kg.compose import plan_query_type
+from ..kg.compose import plan_query_type, slot_type
 
 # %% auto #0
 __all__ = ['PHRASINGS', 'gold_values', 'score_answer', 'question_starts', 'make_questions', 'loosen_title', 'loose_questions',
@@ -191,7 +191,7 @@ def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
         elif 'plan' in q:                       # a question whose gold is a plan of 08d's language, its slots bound by label
             pg, bound = PlanGraph(graph), {}
             for slot, label in q['bind'].items():
-                kind = slot.rstrip('0123456789')       # 'Author2': a second person
+                kind = slot_type(slot)                 # 'Author2': a second person
                 ids = pg.named(kind, label)
                 if len(ids) != 1: raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, not one')
                 bound[slot] = (kind, ids[0])
