@@ -18,7 +18,7 @@ from .generate.method import ask
 __all__ = ['MEASURES', 'DEMO_UNANSWERABLE', 'parse_question', 'read_question_file', 'covers', 'as_evidence', 'gold_ranks',
            'count_tokens', 'context_tokens', 'token_budget', 'context_curve', 'score_answer', 'folder_signature',
            'evaluate_methods', 'measures_in', 'summarise_methods', 'paired_difference', 'summary_table',
-           'demo_questions']
+           'demo_questions', 'readme_results']
 
 # %% ../nbs/09_evaluate.ipynb #5cadd27b
 def _gold_label(g) -> str:
@@ -249,3 +249,42 @@ def demo_questions(papers) -> list[dict]:
             'gold': [f"Paper-{pid[g['key']]}-Section-{g['section_path']}-Paragraph-{g['paragraph_index']}" for g in q['gold']]}
            for q in demo_eval_questions()]
     return out + [{'id': f'demo-u{i:02d}', 'question': q, 'split': 'dev', 'answerable': False} for i, q in enumerate(DEMO_UNANSWERABLE, 1)]
+
+# %% ../nbs/09_evaluate.ipynb #44659da9
+def _ci_cell(row, m: str) -> str: return f"{row[m]:.3f} {row[m + ' 95% CI']}" if pd.notna(row.get(m)) else ''
+
+def readme_results(folder,                        # outputs/09_evaluate: the final comparison's tables and run record
+                   link: str = 'outputs/09_evaluate') -> str:   # how README links to that folder
+    "README's results section as Markdown, written from the final comparison's tables in `folder`."
+    folder = Path(folder)
+    need = ['run_record_09_final.json', 'sealed.csv', 'reproduction_summary.csv']
+    missing = [n for n in need if not (folder / n).exists()]
+    if missing: raise FileNotFoundError(f'{folder}: no {", ".join(missing)}: run 09c_final_experiment first')
+    rec = json.loads((folder / 'run_record_09_final.json').read_text(encoding='utf-8'))
+    g = rec.get('git') or {}
+    sealed = pd.read_csv(folder / 'sealed.csv')
+    main = sealed[sealed['kind'] == 'all']
+    cols = {'method': main['method'], 'questions': main['questions']}
+    for m, name in (('all_gold', 'all gold in context [95% CI]'), ('hit@1', 'hit@1 [95% CI]'), ('token_f1', 'token F1 [95% CI]')):
+        if m in main: cols[name] = [_ci_cell(r, m) for _, r in main.iterrows()]
+    if 'context_tokens' in main: cols['context tokens'] = main['context_tokens'].round(0).astype(int)
+    rep = pd.read_csv(folder / 'reproduction_summary.csv', dtype={'seed_value': float, 'ours': float}).fillna('')
+    rep = rep.assign(seed_value=[f'{v:.4g}' if v != '' else '' for v in rep['seed_value']],
+                     ours=[f'{v:.4g}' if v != '' else 'not here' for v in rep['ours']])
+    state = 'a clean tree' if g.get('dirty') is False else 'a tree with uncommitted changes'
+    src = str(main['questions_from'].iloc[0]) if 'questions_from' in main and len(main) else ''
+    return '\n'.join([
+        '## Results', '',
+        f"Written from [`{link}/`]({link}/) by the last full run of `09c_final_experiment` (commit `{str(g.get('commit'))[:7]}`, "
+        f"{state}, finished {str(rec.get('finished'))[:10]}); `make readme` rewrites this section and `make test` fails when it "
+        'is stale.', '',
+        f"### Every text method on the {src}, at {int(main['budget'].iloc[0]) if len(main) else '?'} tokens of context", '',
+        'Questions written after the methods and read once; every method answers through one extractive reader from evidence '
+        f'cut to the same budget. Pairs against the hybrid baseline: [`sealed_paired.md`]({link}/sealed_paired.md).', '',
+        pd.DataFrame(cols).to_markdown(index=False), '',
+        f'![All gold in context and hit@1 per method, with 95 % intervals]({link}/sealed.png)', '',
+        "### The seeds' headline results beside ours", '',
+        'One headline cell per seed table and our nearest row; every cell, with what differs (data, model, judge, who wrote '
+        f'the questions), is in [`reproduction.md`]({link}/reproduction.md), the run behind each table in '
+        f'[`run_records.md`]({link}/run_records.md).', '',
+        rep[['method', 'table', 'dataset', 'system', 'metric', 'seed_value', 'ours', 'nearest', 'run']].to_markdown(index=False), ''])

@@ -23,11 +23,12 @@ from .fusion import minmax
 
 # %% auto #0
 __all__ = ['RERANK_SPLIT_SEED', 'RERANK_RECORD', 'RERANK_LR', 'RERANK_HEAD_LR', 'RERANK_MAX_LENGTH', 'ONNX_DIR', 'PARITY_PAIRS',
-           'RERANK_DEPTH', 'RerankExample', 'without_in_paper', 'NegativeMiner', 'rerank_examples', 'whole_paper_items',
-           'pubmedqa_items', 'pqa_artificial_items', 'qasper_items', 'narrativeqa_items', 'pseudo_query_items',
-           'query_overlap', 'overlap_gap', 'select_training', 'check_no_leak', 'load_cross_encoder', 'rerank_loss',
-           'train_reranker', 'OnnxCrossEncoder', 'export_reranker_onnx', 'Reranker', 'RerankedRetriever',
-           'default_reranker_dir', 'reranker_for', 'protected_questions', 'default_training_examples']
+           'RERANK_DEPTH', 'PROTECTED_QUESTION_FILES', 'RerankExample', 'without_in_paper', 'NegativeMiner',
+           'rerank_examples', 'whole_paper_items', 'pubmedqa_items', 'pqa_artificial_items', 'qasper_items',
+           'narrativeqa_items', 'pseudo_query_items', 'query_overlap', 'overlap_gap', 'select_training',
+           'check_no_leak', 'load_cross_encoder', 'rerank_loss', 'train_reranker', 'OnnxCrossEncoder',
+           'export_reranker_onnx', 'Reranker', 'RerankedRetriever', 'default_reranker_dir', 'reranker_for',
+           'protected_questions', 'default_training_examples']
 
 # %% ../../nbs/02j_rerank.ipynb #c5e6a93a
 @dataclass
@@ -489,6 +490,10 @@ def reranker_for(spec=None, **kw) -> Reranker:
     return Reranker(str(p) if p.is_dir() else str(spec), **kw)
 
 # %% ../../nbs/02j_rerank.ipynb #4d39b6fb
+# the hand-written question files whose texts no training example may be. Named one by one: the sealed set is not among
+# them, since only the final comparison may open it, and its hand-written questions cannot be in a public source
+PROTECTED_QUESTION_FILES = ('unarxive_questions.jsonl', 'unarxive_questions_fresh.jsonl', 'unarxive_two_paper_dev.jsonl')
+
 def protected_questions(data_dir=None, eval_dir=None) -> tuple[set, set]:
     "(question texts, documents) no reranker training may use: PubMedQA dev/test, QASPER and NarrativeQA test documents, every hand-written unArXive question."
     from scholarqa.datasets import DatasetUnavailable, demo_dir, load_dataset, pubmedqa_split, hash_split
@@ -504,8 +509,9 @@ def protected_questions(data_dir=None, eval_dir=None) -> tuple[set, set]:
             if hash_split(q.paper_ids[0], RERANK_SPLIT_SEED, (('train', .5), ('test', .5))) != 'train': qs.add(q.question); docs.add(q.paper_ids[0])
     try: ev = Path(eval_dir) if eval_dir else demo_dir().parent / 'eval'   # the checkout's data/eval (hand-written question files)
     except DatasetUnavailable: ev = None                                     # an installed package without a checkout: none to protect
-    for f in (sorted(ev.glob('unarxive_*.jsonl')) if ev else []):     # dev ones too (they choose settings), and the sealed set
-        qs |= {json.loads(l)['question'] for l in f.read_text(encoding='utf-8').splitlines() if l.strip()}
+    for name in PROTECTED_QUESTION_FILES:                               # dev ones too: they choose settings
+        f = ev / name if ev else None
+        if f and f.exists(): qs |= {json.loads(l)['question'] for l in f.read_text(encoding='utf-8').splitlines() if l.strip()}
     return qs, docs
 
 def default_training_examples(encoder, papers=(),            # papers for pseudo-queries (an index's corpus)
