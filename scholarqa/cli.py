@@ -747,6 +747,7 @@ def _add_graph(sub) -> None:
     b = gs.add_parser('build', help='build a graph folder (re-running on unchanged input does nothing)')
     b.add_argument('--aan', metavar='DIR', help='the aan_acl_metadata folder, or a data folder holding it')
     b.add_argument('--openalex', metavar='DIR', help='the openalex_sample folder, or a data folder holding it')
+    b.add_argument('--dblp', metavar='DIR', help='the dblp_citation folder (DBLP citation-network files), or a data folder holding it')
     b.add_argument('--demo', action='store_true', help='the embedded demo corpus')
     b.add_argument('--out', metavar='GRAPH', required=True, help='the graph folder to write')
     b.add_argument('--json', action='store_true', help='print the build record as one JSON object')
@@ -756,7 +757,7 @@ def _add_graph(sub) -> None:
 
 def _graph_build_cmd(args) -> int:
     academic = need('scholarqa.kg.academic', 'kg', 'graph build')
-    try: rec = academic.build_graph_folder(args.out, aan=args.aan, openalex=args.openalex, demo=args.demo, progress=True)
+    try: rec = academic.build_graph_folder(args.out, aan=args.aan, openalex=args.openalex, demo=args.demo, progress=True, dblp=args.dblp)
     except (OSError, ValueError) as e: print(f'scholarqa graph build: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rec, ensure_ascii=False))
     else:

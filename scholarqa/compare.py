@@ -272,6 +272,8 @@ def readme_results(folder,                        # outputs/09_evaluate: the fin
     rep = rep.assign(seed_value=[f'{v:.4g}' if v != '' else '' for v in rep['seed_value']],
                      ours=[f'{v:.4g}' if v != '' else 'not here' for v in rep['ours']])
     state = 'a clean tree' if g.get('dirty') is False else 'a tree with uncommitted changes'
+    opts = (rec.get('params') or {}).get('method_options') or {}
+    beyond = '; '.join(f"{m} with {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in opts.items())
     src = str(main['questions_from'].iloc[0]) if 'questions_from' in main and len(main) else ''
     return '\n'.join([
         '## Results', '',
@@ -280,7 +282,8 @@ def readme_results(folder,                        # outputs/09_evaluate: the fin
         'is stale.', '',
         f"### Every text method on the {src}, at {int(main['budget'].iloc[0]) if len(main) else '?'} tokens of context", '',
         'Questions written after the methods and read once; every method answers through one extractive reader from evidence '
-        f'cut to the same budget. Pairs against the hybrid baseline: [`sealed_paired.md`]({link}/sealed_paired.md).', '',
+        'cut to the same budget, at the package defaults' + (f' except {beyond}' if beyond else '') + '. Pairs against the '
+        f'hybrid baseline: [`sealed_paired.md`]({link}/sealed_paired.md).', '',
         pd.DataFrame(cols).to_markdown(index=False), '',
         f'![All gold in context and hit@1 per method, with 95 % intervals]({link}/sealed.png)', '',
         "### The seeds' headline results beside ours", '',

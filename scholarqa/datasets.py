@@ -27,14 +27,14 @@ from .ingest import Corpus
 
 # %% auto #0
 __all__ = ['DATASETS', 'UNARXIVE_FILE', 'S2ORC_FILES', 'QASPER_FILE', 'QASPER_RELEASE', 'LEVAL_URL', 'QUALITY_FILES',
-           'NARRATIVEQA_FILES', 'OPENALEX_FILES', 'QAItem', 'Dataset', 'DatasetUnavailable', 'DatasetSpec',
-           'register_dataset', 'find_data_dir', 'dataset_files', 'load_dataset', 'papers_from', 'download',
-           'load_unarxive', 'load_s2orc', 'qasper_answer', 'qasper_dataset', 'load_qasper',
+           'NARRATIVEQA_FILES', 'OPENALEX_FILES', 'DBLP_SUFFIXES', 'QAItem', 'Dataset', 'DatasetUnavailable',
+           'DatasetSpec', 'register_dataset', 'find_data_dir', 'dataset_files', 'load_dataset', 'papers_from',
+           'download', 'load_unarxive', 'load_s2orc', 'qasper_answer', 'qasper_dataset', 'load_qasper',
            'load_qasper_native_fixture', 'split_options', 'leval_dataset', 'load_leval_scientific_qa',
            'load_leval_paper_assistant', 'quality_official_questions', 'load_quality', 'load_narrativeqa',
            'load_pubmedqa', 'load_pubmedqa_artificial', 'hash_split', 'pubmedqa_split', 'dedupe_by_pid',
            'same_text_groups', 'edges_by_source_id', 'load_citeseer', 'load_openalex', 'read_coauthor_pairs',
-           'load_aan', 'load_cora', 'demo_dir', 'resolved_citation_edges', 'load_demo']
+           'load_aan', 'load_dblp', 'load_cora', 'demo_dir', 'resolved_citation_edges', 'load_demo']
 
 # %% ../nbs/00f_datasets.ipynb #a6db043b
 @dataclass
@@ -493,6 +493,24 @@ def load_aan(data_dir, **kw) -> Dataset:
     return Dataset('aan', papers, errors=errors, metadata={
         'coauthor_edges': pairs, 'coauthor_lines_skipped': skipped, 'encoding_repairs': len(repaired),
         'cp1252_records': sum('cp1252' in p.metadata['encodings'] for p in papers)})
+
+# %% ../nbs/00f_datasets.ipynb #ed3f26a5
+DBLP_SUFFIXES = ('.json', '.jsonl', '.txt', '.json.gz', '.jsonl.gz', '.txt.gz')
+
+@register_dataset('dblp', files=['dblp_citation'], licence='ODC-BY 1.0 (DBLP); AMiner citation network: free for research',
+                  description='DBLP citation network (AMiner, https://www.aminer.org/citation), versions 10-14: every file of dblp_citation/')
+def load_dblp(data_dir, **kw) -> Dataset:
+    "DBLP citation network: metadata papers (title, authors with organisations, venue, year, abstract when given), citation edges."
+    root = Path(data_dir) / 'dblp_citation'
+    files = sorted(f for f in root.iterdir() if f.is_file() and f.name.endswith(DBLP_SUFFIXES))
+    if not files: raise DatasetUnavailable(f"dataset 'dblp': no {', '.join(DBLP_SUFFIXES)} file in {root}")
+    records, errors = [], []
+    for f in files:
+        ps, es = papers_from(f, 'dblp', **kw)
+        records += ps; errors += es
+    papers, pid_of = dedupe_by_pid(records, 'dblp')
+    return Dataset('dblp', papers, edges=edges_by_source_id(papers, 'dblp', pid_of), errors=errors,
+                   metadata={'files': [f.name for f in files], 'records': len(records), 'duplicate_records': len(records) - len(papers)})
 
 # %% ../nbs/00f_datasets.ipynb #2cca7724
 _CORA_RAW = 'https://raw.githubusercontent.com/APEX-WSU/CoRA/544a15315eaa1278f387594949f3031f35fb90f4/'

