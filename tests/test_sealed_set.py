@@ -1,6 +1,6 @@
 """The sealed question set stays sealed: its hash is frozen, its records are well formed and disjoint from the other unArXive
-question files, and no notebook but the final comparison (09_*) mentions it."""
-import hashlib, json, os
+question files, and nothing but the final comparison (09c_final_experiment) names it or reaches it through a file pattern."""
+import fnmatch, hashlib, json, os, re
 from pathlib import Path
 
 import pytest
@@ -46,9 +46,47 @@ def test_disjoint_from_the_other_question_files():
     assert not {r['question'] for r in mine} & {r['question'] for r in two_dev}
 
 
-def test_only_the_final_comparison_reads_it():
-    readers = [p.name for p in (ROOT / 'nbs').glob('*.ipynb') if 'unarxive_sealed' in p.read_text(encoding='utf-8')]
-    assert all(n.startswith('09_') for n in readers), readers
+# the final comparison and its full-size parameters are the only places that may name the file (and this test)
+FINAL = {'nbs/09c_final_experiment.ipynb', 'params/09c_final_experiment.full.yaml', 'tests/test_sealed_set.py'}
+
+
+def sources() -> dict[str, str]:
+    "{path: text} of every notebook (its cells' source), module, tool, test, parameter file and the Makefile."
+    files = [*ROOT.glob('nbs/*.ipynb'), *ROOT.glob('scholarqa/**/*.py'), *ROOT.glob('tools/*.py'), *ROOT.glob('tests/*.py'),
+             *ROOT.glob('params/*.yaml'), ROOT / 'Makefile', ROOT / '.ci' / 'run']
+    out = {}
+    for f in files:
+        if not f.is_file(): continue
+        text = f.read_text(encoding='utf-8')
+        if f.suffix == '.ipynb': text = '\n'.join(''.join(c['source']) for c in json.loads(text)['cells'])
+        out[f.relative_to(ROOT).as_posix()] = text
+    return out
+
+
+def test_only_the_final_comparison_names_it():
+    named = sorted(p for p, text in sources().items() if 'unarxive_sealed' in text and p not in FINAL)
+    assert not named, f'only the final comparison may name the sealed set: {named}'
+    ci = (ROOT / 'params' / '09c_final_experiment.ci.yaml').read_text()
+    assert 'sealed_file: null' in ci                                      # the CI run of the final comparison does not open it either
+
+
+# a file pattern handed to glob, rglob, iglob or fnmatch: its first string argument ({...} of an f-string read as *)
+PATTERN = re.compile(r"""\b(?:r?glob|iglob|fnmatch|filter)\(\s*(?:[\w.]+\s*,\s*)?[rf]?(['"])(.+?)\1""")
+
+
+def test_no_pattern_reaches_it():
+    reach = []
+    for p, text in sources().items():
+        if p in FINAL: continue
+        for m in PATTERN.finditer(text):
+            pat = re.sub(r'\{[^}]*\}', '*', m.group(2))
+            names_family = any(w in pat for w in ('unarxive', 'sealed', 'eval'))   # '*' over another folder cannot reach data/eval
+            if names_family and (fnmatch.fnmatch('unarxive_sealed.jsonl', pat.rsplit('/', 1)[-1])
+                                 or fnmatch.fnmatch('data/eval/unarxive_sealed.jsonl', pat)):
+                reach.append(f'{p}: {m.group(0)}')
+    assert not reach, f'a file pattern reaches the sealed set: {reach}'
+    # the test itself sees such a pattern
+    assert PATTERN.search("for f in sorted(ev.glob('unarxive_*.jsonl')): pass")
 
 
 def _data_dir():
