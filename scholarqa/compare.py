@@ -278,8 +278,8 @@ def readme_results(folder,                        # outputs/09_evaluate: the fin
     return '\n'.join([
         '## Results', '',
         f"Written from [`{link}/`]({link}/) by the last full run of `09c_final_experiment` (commit `{str(g.get('commit'))[:7]}`, "
-        f"{state}, finished {str(rec.get('finished'))[:10]}); `make readme` rewrites this section and `make test` fails when it "
-        'is stale.', '',
+        f"{state}, finished {str(rec.get('finished'))[:10]}). For maintainers: `make readme` rewrites this section from those "
+        'tables, and `make test` fails when it is stale.', '',
         f"### Every text method on the {src}, at {int(main['budget'].iloc[0]) if len(main) else '?'} tokens of context", '',
         'Questions written after the methods and read once; every method answers through one extractive reader from evidence '
         'cut to the same budget, at the package defaults' + (f' except {beyond}' if beyond else '') + '. Pairs against the '
@@ -290,4 +290,8 @@ def readme_results(folder,                        # outputs/09_evaluate: the fin
         'One headline cell per seed table and our nearest row; every cell, with what differs (data, model, judge, who wrote '
         f'the questions), is in [`reproduction.md`]({link}/reproduction.md), the run behind each table in '
         f'[`run_records.md`]({link}/run_records.md).', '',
-        rep[['method', 'table', 'dataset', 'system', 'metric', 'seed_value', 'ours', 'nearest', 'run']].to_markdown(index=False), ''])
+        rep[['method', 'table', 'dataset', 'system', 'metric', 'seed_value', 'ours', 'nearest', 'run']].to_markdown(index=False), '',
+        "Most rows compare unlike things, and `reproduction.md` says how in each: where the seed's answers were judged by an "
+        'LLM, ours are judged by the bundled SmolLM2-135M, whose verdicts are close to noise; the context measures here need no '
+        "judge; the seeds' questions, pools and models are not ours. A row whose data is not on these machines names the loader "
+        'and the fixture that test our reading of it.', ''])
