@@ -74,6 +74,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'scholarqa.compare.folder_signature': ('evaluate.html#folder_signature', 'scholarqa/compare.py'),
                                    'scholarqa.compare.gold_ranks': ('evaluate.html#gold_ranks', 'scholarqa/compare.py'),
                                    'scholarqa.compare.measures_in': ('evaluate.html#measures_in', 'scholarqa/compare.py'),
+                                   'scholarqa.compare.open_methods': ('evaluate.html#open_methods', 'scholarqa/compare.py'),
                                    'scholarqa.compare.paired_difference': ('evaluate.html#paired_difference', 'scholarqa/compare.py'),
                                    'scholarqa.compare.parse_question': ('evaluate.html#parse_question', 'scholarqa/compare.py'),
                                    'scholarqa.compare.read_question_file': ('evaluate.html#read_question_file', 'scholarqa/compare.py'),

@@ -18,7 +18,7 @@ from .generate.method import ask
 __all__ = ['MEASURES', 'DEMO_UNANSWERABLE', 'parse_question', 'read_question_file', 'covers', 'as_evidence', 'gold_ranks',
            'count_tokens', 'context_tokens', 'token_budget', 'context_curve', 'score_answer', 'folder_signature',
            'evaluate_methods', 'measures_in', 'summarise_methods', 'paired_difference', 'summary_table',
-           'demo_questions', 'readme_results']
+           'demo_questions', 'open_methods', 'readme_results']
 
 # %% ../nbs/09_evaluate.ipynb #5cadd27b
 def _gold_label(g) -> str:
@@ -249,6 +249,31 @@ def demo_questions(papers) -> list[dict]:
             'gold': [f"Paper-{pid[g['key']]}-Section-{g['section_path']}-Paragraph-{g['paragraph_index']}" for g in q['gold']]}
            for q in demo_eval_questions()]
     return out + [{'id': f'demo-u{i:02d}', 'question': q, 'split': 'dev', 'answerable': False} for i, q in enumerate(DEMO_UNANSWERABLE, 1)]
+
+# %% ../nbs/09_evaluate.ipynb #44331fe1
+def open_methods(store,                         # the index every method opens over
+                 papers,                        # its papers (the methods that build beyond the index read them)
+                 names,                         # registered method names
+                 options: dict | None = None,   # {name: options it opens with}
+                 train: dict | None = None,     # {name: options of its training hook}: trained over `store` first
+                 seed: int = 0,
+                 probe: str = 'What does this paper propose?') -> tuple[dict, list[dict]]:
+    "({name: method}, one build-cost row per method): each opened over `store`, trained first if `train` names it, built now."
+    import resource
+    from scholarqa.measure import OtherLoad
+    from scholarqa.generate.method import open_method, train_method
+    opened, cost = {}, []
+    for name in names:
+        with OtherLoad() as ol:
+            t0 = time.perf_counter()
+            if name in (train or {}): train_method(name, store, papers=papers, seed=seed, **train[name])
+            opts = {**({} if name in ('retrieve', 'lesegr') else {'papers': papers}), **(options or {}).get(name, {})}
+            opened[name] = open_method(name, store, **opts)
+            opened[name].retrieve(probe, 1)            # whatever is built lazily, built now
+            seconds = time.perf_counter() - t0
+        cost.append({'method': name, 'build_s': round(seconds, 2), 'other_cores': ol.cores,
+                     'peak_rss_mb': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
+    return opened, cost
 
 # %% ../nbs/09_evaluate.ipynb #44659da9
 def _ci_cell(row, m: str) -> str: return f"{row[m]:.3f} {row[m + ' 95% CI']}" if pd.notna(row.get(m)) else ''
