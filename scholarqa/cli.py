@@ -45,12 +45,12 @@ class LazyChoices:
 
 def load_methods() -> dict:
     "Import every method module (each registers itself: 03d_method); {module: missing package} for those that cannot be imported."
-    try: from scholarqa.generate.method import load_methods as load
+    try: from scholarqa.protocol import load_methods as load
     except ModuleNotFoundError: return {}
     return load()
 
 def _method_choices():
-    try: from scholarqa.generate.method import method_names
+    try: from scholarqa.protocol import method_names
     except ModuleNotFoundError: return ['retrieve']
     return method_names()           # read from the method modules' source: listing them imports none (03d_method)
 
@@ -270,15 +270,19 @@ def _load_reranker(args, cmd: str, first_stage: str | None = None):
 
 def read_questions(path) -> list[dict]:
     "Lines of a JSONL question file as [{'id', 'question'}] or [{'id', 'error'}] for a line that cannot be used (batch goes on)."
-    out = []
+    out, recs = [], []
     for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
         if not line.strip(): continue
         try:
             rec = json.loads(line)
+            recs.append(rec)
             q = rec.get('question', rec.get('query')) if isinstance(rec, dict) else None
             if not isinstance(q, str) or not q.strip(): raise ValueError('no non-empty "question" (or "query") string')
             out.append({'id': str(rec.get('id', f'line {n}')), 'question': q})
         except ValueError as e: out.append({'id': f'line {n}', 'error': f'{path}, line {n}: {e}'})
+    if any(isinstance(r, dict) and r.get('split') == 'sealed' for r in recs):
+        from scholarqa.evaluate import refuse_sealed      # the one rule (03b), imported only when a line is sealed
+        refuse_sealed(path, recs)
     return out
 
 def _hit_json(store, h) -> dict:
@@ -314,6 +318,7 @@ def _one_or_batch(args, cmd: str):
         return [{'id': '1', 'question': text}], None
     try: return read_questions(args.questions), None
     except (OSError, UnicodeDecodeError) as e: return None, f'scholarqa {cmd}: cannot read {args.questions}: {e}'
+    except ValueError as e: return None, f'scholarqa {cmd}: {e}'
 
 def _search_cmd(args) -> int:
     store_mod = need('scholarqa.retrieval.store', 'index,embed', 'search')
@@ -454,7 +459,7 @@ def _method_backend(args, method):
 
 def _open_cli_method(cmd: str, name: str, folder, options: dict, args):
     "(method, None) or (None, error message): open a registered method on its folder with the command line's options."
-    from scholarqa.generate.method import MethodOptionError, load_method, open_method
+    from scholarqa.protocol import MethodOptionError, load_method, open_method
     try: load_method(name)          # the one module that registers it (03d_method), not every method's
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith('scholarqa'): raise
@@ -503,9 +508,9 @@ def _print_answer(res: dict) -> None:
           + (f"; {res['backend']}: {res['model']}" if res['backend'] else ''))
 
 def _ask_cmd(args) -> int:
-    need('scholarqa.generate.method', 'index,embed,generate', 'ask')
+    need('scholarqa.protocol', 'index,embed,generate', 'ask')
     from scholarqa.generate.backends import BackendError
-    from scholarqa.generate.method import ask, default_method
+    from scholarqa.protocol import ask, default_method
     qs, err = _one_or_batch(args, 'ask')
     if err: print(err, file=sys.stderr); return 2
     if args.k < 1: print('scholarqa ask: -k must be at least 1', file=sys.stderr); return 2
@@ -558,8 +563,8 @@ def _add_train(sub) -> None:
     p.set_defaults(func=_train_cmd)
 
 def _train_cmd(args) -> int:
-    need('scholarqa.generate.method', 'index,embed', 'train')
-    from scholarqa.generate.method import MethodOptionError, load_method, train_method
+    need('scholarqa.protocol', 'index,embed', 'train')
+    from scholarqa.protocol import MethodOptionError, load_method, train_method
     try: load_method(args.method)
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith('scholarqa'): raise
@@ -695,6 +700,7 @@ def _rerank_learn_cmd(args) -> int:
     compare = need('scholarqa.compare', 'index,embed', 'rerank learn')
     try: qs, bad = compare.read_question_file(args.questions)
     except (OSError, UnicodeDecodeError) as e: print(f'scholarqa rerank learn: cannot read {args.questions}: {e}', file=sys.stderr); return 2
+    except ValueError as e: print(f'scholarqa rerank learn: {e}', file=sys.stderr); return 2
     for b in bad: print(f"scholarqa rerank learn: skipped {b['error']}", file=sys.stderr)
     held = [q['id'] for q in qs if q.get('split') not in (None, 'dev', 'train')]   # a held-out question never trains anything
     if held: print(f"scholarqa rerank learn: skipped {len(held)} questions whose split is not dev (e.g. {held[0]})", file=sys.stderr); qs = [q for q in qs if q['id'] not in held]

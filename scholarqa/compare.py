@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 from .doc import LABEL_RE, atomic_write_text, blake2b_hex, parse_label
 from .measure import bootstrap_ci
-from .evaluate import token_f1
-from .generate.answer import Answer, Evidence, evidence_text, hit_evidence   # evidence_text: 03a, shared with 03e
-from .generate.method import ask
+from .evaluate import refuse_sealed, token_f1
+from .generate.answer import Answer, EvidenceItem, evidence_text, hit_evidence   # evidence_text: 03a, shared with 03e
+from .protocol import ask
 
 # %% auto #0
 __all__ = ['MEASURES', 'DEMO_UNANSWERABLE', 'parse_question', 'read_question_file', 'covers', 'as_evidence', 'gold_ranks',
@@ -53,14 +53,26 @@ def parse_question(rec, n: int) -> dict:
     if 'values' in rec: out['values'] = _strings(rec['values'], 'values')
     return out
 
-def read_question_file(path,
-                       require=()) -> tuple[list[dict], list[dict]]:   # fields a line must have (e.g. 'answerable' for refusal sets)
-    "(questions, problems) of a JSONL question file: every usable line normalised, every other one as {'line', 'error'} naming file and line."
-    questions, problems = [], []
+def _json_lines(path) -> list:
+    "(line number, parsed object or the ValueError) of each non-empty line of a JSONL file."
+    out = []
     for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
         if not line.strip(): continue
+        try: out.append((n, json.loads(line)))
+        except ValueError as e: out.append((n, e))
+    return out
+
+def read_question_file(path,
+                       require=(),            # fields a line must have (e.g. 'answerable' for refusal sets)
+                       sealed: bool = False) -> tuple[list[dict], list[dict]]:   # True only in the final comparison
+    "(questions, problems) of a JSONL question file: every usable line normalised, every other one as {'line', 'error'} naming file and line."
+    lines = _json_lines(path)
+    refuse_sealed(path, [r for _, r in lines], sealed)       # 03b: a sealed set is the final comparison's alone
+    questions, problems = [], []
+    for n, rec in lines:
         try:
-            q = parse_question(json.loads(line), n)
+            if isinstance(rec, ValueError): raise rec
+            q = parse_question(rec, n)
             missing = [f for f in require if f not in q]
             if missing: raise ValueError(f'no {", ".join(repr(f) for f in missing)}')
             questions.append(q)
@@ -68,7 +80,7 @@ def read_question_file(path,
     return questions, problems
 
 # %% ../nbs/09_evaluate.ipynb #c5dbb3d1
-def covers(evidence: Evidence, gold: str) -> bool:
+def covers(evidence: EvidenceItem, gold: str) -> bool:
     "Whether one piece of evidence holds the gold entry: a paragraph label or id, a paper id (any passage of it), or any label."
     if evidence.label == gold: return True
     if evidence.kind != 'passage': return False
@@ -78,9 +90,9 @@ def covers(evidence: Evidence, gold: str) -> bool:
     ids = (evidence.source or {}).get('paragraph_ids', ())
     return gold in ids or any(i.startswith(gold + '-S') for i in ids)
 
-def as_evidence(items) -> list[Evidence]:
-    "Hits or Evidence as Evidence (a method's `retrieve` gives either)."
-    return [e if isinstance(e, Evidence) else hit_evidence(e) for e in items]
+def as_evidence(items) -> list[EvidenceItem]:
+    "Hits or EvidenceItem as EvidenceItem (a method's `retrieve` gives either)."
+    return [e if isinstance(e, EvidenceItem) else hit_evidence(e) for e in items]
 
 def gold_ranks(evidence, gold: list[str]) -> list[int | None]:
     "For each gold entry, the 1-based rank of the first evidence holding it (None when none does)."
@@ -261,7 +273,7 @@ def open_methods(store,                         # the index every method opens o
     "({name: method}, one build-cost row per method): each opened over `store`, trained first if `train` names it, built now."
     import resource
     from scholarqa.measure import OtherLoad
-    from scholarqa.generate.method import open_method, train_method
+    from scholarqa.protocol import open_method, train_method
     opened, cost = {}, []
     for name in names:
         with OtherLoad() as ol:
@@ -306,7 +318,9 @@ def readme_results(folder,                        # outputs/09_evaluate: the fin
         f"{state}, finished {str(rec.get('finished'))[:10]}). For maintainers: `make readme` rewrites this section from those "
         'tables, and `make test` fails when it is stale.', '',
         f"### Every text method on the {src}, at {int(main['budget'].iloc[0]) if len(main) else '?'} tokens of context", '',
-        'Questions written after the methods and read once; every method answers through one extractive reader from evidence '
+        'Questions written by hand and committed with their hash on 2026-11-24 (`34b340d`): after StructRAG and the hybrid '
+        'were built, before SKETCH, RAPTOR and LeSeGR were; read once. Every method answers through one extractive reader '
+        'from evidence '
         'cut to the same budget, at the package defaults' + (f' except {beyond}' if beyond else '') + '. Pairs against the '
         f'hybrid baseline: [`sealed_paired.md`]({link}/sealed_paired.md).', '',
         pd.DataFrame(cols).to_markdown(index=False), '',

@@ -20,12 +20,13 @@ from .measure import CI_BELOW, ci_text
 # %% auto #0
 __all__ = ['BENCH_METRICS', 'DEMO_QUESTIONS', 'JUDGE_CRITERIA', 'JUDGE_SCHEMA', 'QUESTION_WRITER_PROMPT', 'RAGAS_NON_LLM',
            'RAGAS_LLM', 'hit_at_k', 'recall_at_k', 'mrr', 'average_precision', 'map_at_k', 'ndcg_at_k', 'evaluate_run',
-           'load_eval_questions', 'question_qrels', 'chunk_qrels', 'context_paragraphs', 'holds_gold', 'run_retrievers',
-           'retrieval_table', 'hit_curve', 'all_found_at_k', 'pubmedqa_retrieval_task', 'demo_eval_questions',
-           'judge_prompt', 'judge', 'squad_normalise', 'token_f1', 'rouge_l', 'distinct_n', 'semantic_similarity',
-           'parse_yesno', 'negation_yesno', 'yesno_scores', 'sample_paragraphs', 'seed_protocol_questions',
-           'evidence_paragraphs', 'qa_item_questions', 'inline_schema_refs', 'ragas_llm', 'ragas_embeddings',
-           'ragas_scores', 'ragas_summary', 'evaluate', 'summarise']
+           'SealedQuestionSet', 'refuse_sealed', 'load_eval_questions', 'question_qrels', 'chunk_qrels',
+           'context_paragraphs', 'holds_gold', 'run_retrievers', 'retrieval_table', 'hit_curve', 'all_found_at_k',
+           'pubmedqa_retrieval_task', 'demo_eval_questions', 'judge_prompt', 'judge', 'squad_normalise', 'token_f1',
+           'rouge_l', 'distinct_n', 'semantic_similarity', 'parse_yesno', 'negation_yesno', 'yesno_scores',
+           'sample_paragraphs', 'seed_protocol_questions', 'evidence_paragraphs', 'qa_item_questions',
+           'inline_schema_refs', 'ragas_llm', 'ragas_embeddings', 'ragas_scores', 'ragas_summary', 'evaluate',
+           'summarise']
 
 # %% ../nbs/03b_evaluate.ipynb #9813066d
 def _metric_dedupe(ranked: Sequence) -> list:
@@ -89,6 +90,19 @@ def evaluate_run(run: dict, qrels: dict, ks: Sequence[int] = (1, 3, 5, 10),
     if per_query: out['per_query'] = per
     return out
 
+# %% ../nbs/03b_evaluate.ipynb #5dab625f
+class SealedQuestionSet(ValueError):
+    "A sealed question set was opened by something other than the final comparison."
+
+def refuse_sealed(path, rows,          # the file's parsed lines (dicts; anything else is skipped)
+                  sealed: bool = False) -> None:   # True only in the final comparison (09c_final_experiment)
+    "Raise `SealedQuestionSet` naming the file when a line of it is sealed and the caller is not the final comparison."
+    if sealed: return
+    n = next((i for i, r in enumerate(rows, 1) if isinstance(r, dict) and r.get('split') == 'sealed'), None)
+    if n is not None:
+        raise SealedQuestionSet(f'{path} is a sealed question set (line {n} has "split": "sealed"): only the final '
+                                'comparison reads it; choose settings on dev questions')
+
 # %% ../nbs/03b_evaluate.ipynb #f7724914
 from pathlib import Path
 from .doc import iter_paragraphs
@@ -98,8 +112,7 @@ def load_eval_questions(path, kind: str | None = None,   # keep only 'single' or
                         sealed: bool = False) -> list[dict]:   # True only in the final comparison (09_evaluate)
     "Questions of a retrieval evaluation file (JSON lines with id, question, gold, kind, split); a sealed set needs `sealed=True`."
     rows = [json.loads(l) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
-    if not sealed and any(r.get('split') == 'sealed' for r in rows):
-        raise ValueError(f'{path} is a sealed question set: only the final comparison reads it (sealed=True); choose settings on dev')
+    refuse_sealed(path, rows, sealed)
     return [r for r in rows if (kind is None or r.get('kind') == kind) and (split is None or r.get('split') == split)]
 
 def _bench_paper_keys(p: Paper) -> list:

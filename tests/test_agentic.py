@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import cli
+from scholarqa.protocol import ask
 from hostile_strings import HOSTILE
 
 JSON_KEYS = {'answer', 'status', 'status_reason', 'values', 'evidence', 'plan', 'method', 'question'}   # Answer.to_json() (03a)
@@ -113,18 +114,18 @@ def test_hostile_titles_and_names_are_looked_up_never_executed(planner):
     agent = AgenticGraphRAG(AcademicGraph(sg), planner=planner)
     statuses = set()
     for i, s in enumerate(HOSTILE):
-        res = agent.run(f'Who wrote "{s}"?')
+        res = ask(agent, f'Who wrote "{s}"?')
         statuses.add(res.status)
         quotable = '"' not in s and len(s.strip()) >= 2 and '\x00' not in s
         if quotable and res.status == 'ok':
             assert res.values == ['Ada Lovelace'] and res.plan['start_nodes'][0]['id'] == f'p{i}', (s[:40], res.to_json())
         assert res.status in ('ok', 'not_found', 'no_plan', 'ambiguous'), res.status
-        res = agent.run(f'How many papers did {s} write?')                    # as a name; a quoted part may name its paper
+        res = ask(agent, f'How many papers did {s} write?')                    # as a name; a quoted part may name its paper
         assert res.status in ('ok', 'not_found', 'no_plan', 'ambiguous'), res.status
         if res.status == 'ok': assert res.plan['start_nodes'][0]['id'] in {f'p{j}' for j in range(len(HOSTILE))} | {'a', 'v'}, res.to_json()
         else: assert res.values == []
     assert 'ok' in statuses
-    res = agent.run('How many papers has Ada Lovelace written?')
+    res = ask(agent, 'How many papers has Ada Lovelace written?')
     assert res.values == [str(len(HOSTILE))]
 
 
@@ -134,7 +135,7 @@ def test_an_empty_graph_answers_not_found(planner):
     from scholarqa.methods.agentic import AgenticGraphRAG
     agent = AgenticGraphRAG(AcademicGraph(ScholarlyGraph()), planner=planner)
     for q in ('Who wrote "Anything At All"?', 'How many papers did Jane Roe write?', 'How many papers did ACL publish in 2001?'):
-        res = agent.run(q)
+        res = ask(agent, q)
         assert res.status in ('not_found', 'no_plan') and res.values == [], (q, res.to_json())
 
 
@@ -178,10 +179,10 @@ def test_real_ambiguous_names_list_candidates(real_graph, planner):
     from scholarqa.methods.agentic import AgenticGraphRAG
     g = real_graph[0]
     agent = AgenticGraphRAG(g, planner=planner)
-    res = agent.run('What did M. Collins write?')
+    res = ask(agent, 'What did M. Collins write?')
     assert res.status == 'ambiguous' and res.values == []
     assert any(c.startswith('Michael John Collins') for c in res.plan['candidates']) and len(res.plan['candidates']) >= 2
-    res = agent.run('How many papers did Michael John Collins publish at EMNLP?')
+    res = ask(agent, 'How many papers did Michael John Collins publish at EMNLP?')
     assert res.status == 'ok' and res.plan['query_type'] == 'aggregation' and int(res.values[0]) > 0
 
 
@@ -195,10 +196,10 @@ def test_real_title_without_quotes_and_lower_case_name(real_graph, planner):
         papers = [m for m in find_mentions(g, q) if m.kind == 'Paper']
         assert len(papers) == 1 and len(papers[0].candidates) == 1 and g.label('Paper', papers[0].candidates[0]) == title, (q, papers)
     agent = AgenticGraphRAG(g, planner=planner)
-    res = agent.run(f'who wrote {title}?')
+    res = ask(agent, f'who wrote {title}?')
     assert res.status == 'ok' and {g.label('Author', a) for a in res.values} >= {'Peter Neuhaus'}, res.to_json()
-    res = agent.run('how many papers did kathleen mckeown publish at ACL?')
-    same = agent.run('How many papers did Kathleen R. McKeown publish at ACL?')
+    res = ask(agent, 'how many papers did kathleen mckeown publish at ACL?')
+    same = ask(agent, 'How many papers did Kathleen R. McKeown publish at ACL?')
     (who,), (acl,) = g.by_label[('Author', 'kathleen r mckeown')], g.by_label[('Venue', 'acl')]
     n = sum(any(v == acl for v, _ in g.neighbours('Paper', p, 'published_in', 'Venue')) for p, _ in g.neighbours('Author', who, 'writes', 'Paper'))
     assert res.status == 'ok' and res.plan['query_type'] == 'aggregation' and res.values == same.values == [str(n)] and n > 0, res.to_json()
@@ -337,9 +338,9 @@ def test_two_titles_that_fit_equally_are_ambiguous_and_a_venue_is_found_by_its_f
         sg.add_node('Author', f'a{i}', name=['Ada Lovelace', 'Ben Ng'][i])
         sg.add_edge('writes', f'a{i}', f'p{i}', position=1)
     g = AcademicGraph(sg)
-    res = AgenticGraphRAG(g, planner=planner).run('who wrote learning to rank scientific papers with citation?')
+    res = ask(AgenticGraphRAG(g, planner=planner), 'who wrote learning to rank scientific papers with citation?')
     assert res.status == 'ambiguous' and res.values == [] and len(res.plan['candidates']) == 2, res.to_json()
-    res = AgenticGraphRAG(g, planner=planner).run('who wrote Learning to Rank Scientific Papers with Citation Graps?')
+    res = ask(AgenticGraphRAG(g, planner=planner), 'who wrote Learning to Rank Scientific Papers with Citation Graps?')
     assert res.status == 'ok' and res.values == ['Ada Lovelace'], res.to_json()
     d = demo_graph()
     icsr = [m.candidates for q in ('How many papers appeared at the International Conference on Scholarly Retrieval?', 'How many papers appeared at ICSR?')
@@ -359,9 +360,9 @@ def test_a_result_of_another_type_than_asked_is_never_ok(planner):
             return p
     g = demo_graph()
     q = 'In which year did "SciQA-500: A Benchmark for Question Answering over Scientific Papers" appear?'
-    right = AgenticGraphRAG(g, planner=planner).run(q)
+    right = ask(AgenticGraphRAG(g, planner=planner), q)
     assert right.status == 'ok' and right.values == ['2019'], right.to_json()
-    wrong = AgenticGraphRAG(g, planner=Wrong(planner.encoder)).run(q)
+    wrong = ask(AgenticGraphRAG(g, planner=Wrong(planner.encoder)), q)
     assert wrong.status != 'ok' and wrong.values == [] and wrong.plan['verification']['answer_type'] == {'asked': 'year', 'given': 'venue', 'fits': False}
 
 
@@ -375,8 +376,8 @@ def test_real_composed_plans_use_every_operation_and_give_the_gold(real_graph, p
     agent, ops, bad = AgenticGraphRAG(g, planner=planner), set(), []
     for q in load_paraphrases(FREE / 'agentic_free_wording_dev.jsonl', g):
         if 'plan' not in q: continue
-        a = agent.run(q['question'])
-        steps = agent._found(q['question'])['plan'].ops
+        ev = agent.retrieve(q['question'])
+        a, steps = agent.answer(q['question'], ev), ev.trace['found']['plan'].ops     # the plan travels in the evidence
         ops |= {s['op'] for s in steps} | {x['op'] for s in steps for x in s.get('steps', ())}
         if a.status != 'ok' or sorted(map(fold, a.values)) != sorted(map(fold, q['gold'])): bad.append((q['id'], a.status, a.values[:3], q['gold'][:3]))
     assert not bad, bad

@@ -8,9 +8,10 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / 'scholarqa'
 
 # bottom to top; a module may import its own floor or any floor below (DESIGN.md, "Architecture")
-FLOORS = [('doc', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('evaluate',), ('methods',),
+FLOORS = [('doc', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('protocol',), ('evaluate',),
+          ('methods',),
           ('compare',), ('cli',)]
-FOUNDATION_TOP = 5          # floors 0-5 are the foundations (00-03 notebooks)
+FOUNDATION_TOP = 6          # floors 0-6 are the foundations (00-03 notebooks)
 
 def module_name(path: Path) -> str:
     rel = path.relative_to(PKG).with_suffix('')        # '' is the package itself
@@ -96,7 +97,7 @@ def test_no_import_cycle():
 
 def test_the_checker_sees_relative_and_lazy_imports():
     g = graph()
-    assert g['cli'].get('generate.method') == 'lazy'            # imported inside the ask handler
+    assert g['cli'].get('protocol') == 'lazy'            # imported inside the ask handler
     assert 'retrieval.base' in g['retrieval.store']               # nbdev writes `from .base import …`
 
 def test_no_module_over_800_lines():
@@ -118,7 +119,7 @@ _GENERIC_NAMES = {'retrieve', 'kg', 'semantic', 'naive'}
 
 def test_cli_names_no_method():
     "No string in cli.py names a registered method: options, folders and training belong to the methods (03d_method)."
-    from scholarqa.generate.method import METHODS, load_methods
+    from scholarqa.protocol import METHODS, load_methods
     load_methods()
     names = sorted(set(METHODS) - _GENERIC_NAMES)
     assert {'structrag', 'sketch', 'agentic', 'multichannel', 'lesegr', 'raptor', 'vanilla'} <= set(names)
@@ -131,7 +132,7 @@ def test_method_sites_read_from_source_match_the_registry():
     only its module."""
     code = """
 import sys
-from scholarqa.generate.method import METHODS, method_sites, load_method, load_methods
+from scholarqa.protocol import METHODS, method_sites, load_method, load_methods
 sites = method_sites()
 load_method('agentic')
 mods = sorted(m for m in sys.modules if m.startswith('scholarqa.methods.'))
@@ -169,7 +170,7 @@ def test_no_module_knows_another_methods_hit_fields():
 def demo_folders(tmp_path_factory, demo_cli_copy):
     "The demo corpus as every method reads it: an index (with a tiny LeSeGR inside), a graph folder, a multi-channel model."
     from scholarqa.kg.academic import build_graph_folder
-    from scholarqa.generate.method import load_methods, train_method
+    from scholarqa.protocol import load_methods, train_method
     load_methods()
     from scholarqa.ingest import Corpus
     d = demo_cli_copy(tmp_path_factory.mktemp('shape'))[0]                # `scholarqa ingest` + `index` (tests/conftest.py)
@@ -184,8 +185,8 @@ QUESTIONS = {'graph': 'Who are the co-authors of Samuel Achebe?', 'mc': 'Dense r
 
 def test_every_registered_method_returns_the_one_result_type(demo_folders):
     "Each method, opened on the folder it reads by name through the registry, answers with one `Answer` and labelled evidence."
-    from scholarqa.generate.method import METHODS, ask, default_method, open_method
-    from scholarqa.generate.answer import Answer, Evidence, RESULT_STATUSES, ExtractiveBackend, LexicalEncoder
+    from scholarqa.protocol import METHODS, ask, default_method, open_method
+    from scholarqa.generate.answer import Answer, Evidence, EvidenceItem, RESULT_STATUSES, ExtractiveBackend, LexicalEncoder
     folder_of = {n: 'graph' if default_method(demo_folders['graph']) == n else 'mc' if default_method(demo_folders['mc']) == n else 'index'
                  for n in METHODS}
     assert folder_of['agentic'] == 'graph' and folder_of['multichannel'] == 'mc'
@@ -196,9 +197,11 @@ def test_every_registered_method_returns_the_one_result_type(demo_folders):
         opts = {'papers': demo_folders['papers']} if where == 'index' and name not in ('retrieve', 'lesegr') else {}
         if name == 'raptor': opts['summariser'] = 'extractive'
         m = open_method(name, demo_folders[where], **opts)
+        ev = m.retrieve(QUESTIONS[where], 3)
+        assert type(ev) is Evidence and ev.question == QUESTIONS[where], (name, type(ev))   # the one evidence type
         a = ask(m, QUESTIONS[where], 3, backend)
         assert type(a) is Answer and a.status in RESULT_STATUSES and a.method and a.question == QUESTIONS[where], name
-        assert a.evidence and all(isinstance(e, Evidence) and e.label for e in a.evidence), name
+        assert a.evidence and all(isinstance(e, EvidenceItem) and e.label for e in a.evidence), name
         assert {'retrieve_s', 'answer_s'} <= set(a.timings), name
         json.dumps(a.to_json())                                          # the result is plain JSON all the way down
         kinds[name] = {e.kind for e in a.evidence}
@@ -206,7 +209,7 @@ def test_every_registered_method_returns_the_one_result_type(demo_folders):
 
 def test_one_fixed_chunk_baseline(demo_folders):
     "StructRAG's VanillaRAG and SKETCH's Naive RAG read the index's one fixed-chunk folder and rank its windows alike."
-    from scholarqa.generate.method import open_method
+    from scholarqa.protocol import open_method
     idx = demo_folders['index']
     q = 'Which evaluation metrics are used to compare retrieval methods?'
     ranked = {n: [h.chunk.id for h in open_method(n, idx, papers=demo_folders['papers']).retrieve(q, 4)] for n in ('vanilla', 'naive')}
@@ -214,3 +217,49 @@ def test_one_fixed_chunk_baseline(demo_folders):
     assert all('-Cfixed-' in c for c in ranked['vanilla'])
     assert (idx / 'fixed-1000' / 'vectors.npy').exists()
     assert not any(p.name.startswith(('vanilla', 'naive')) for p in idx.rglob('*')), 'a second copy of the baseline was written'
+
+
+SECOND = {'graph': 'What did John Doe write?', 'mc': 'Citation graphs for question answering',
+          'index': ('How much memory does compressing stored vectors save in the dense dual encoder paper, and how is the '
+                    'spread of the top passages over sources measured in the source-diversity paper?')}
+
+def test_no_method_keeps_evidence_between_its_steps(demo_folders):
+    """Two questions retrieved one after the other on one method object, then answered in the other order, get the answers
+    each gets alone: `answer` reads the evidence it is given, nothing kept on the object (the second text question is
+    split over two papers, so the decomposition's trace is exercised)."""
+    from scholarqa.protocol import METHODS, default_method, open_method
+    from scholarqa.generate.answer import ExtractiveBackend, LexicalEncoder
+    backend = ExtractiveBackend(encoder=LexicalEncoder())
+    def seen(a): return (a.status, a.text, list(a.values), [e.label for e in a.evidence])
+    for name in sorted(METHODS):
+        where = next((w for w in ('graph', 'mc') if default_method(demo_folders[w]) == name), 'index')
+        opts = {'papers': demo_folders['papers']} if where == 'index' and name not in ('retrieve', 'lesegr') else {}
+        if name == 'raptor': opts['summariser'] = 'extractive'
+        m = open_method(name, demo_folders[where], **opts)
+        q1, q2 = QUESTIONS[where], SECOND[where]
+        alone = [seen(m.answer(q, m.retrieve(q, 3), backend)) for q in (q1, q2)]
+        e1, e2 = m.retrieve(q1, 3), m.retrieve(q2, 3)
+        assert [seen(m.answer(q2, e2, backend)), seen(m.answer(q1, e1, backend))] == alone[::-1], name
+
+def _classes_with(method_name: str) -> list:
+    "(module, class) of every class in the package that defines `method_name`, in its body or by fastcore's `@patch`."
+    out = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.ClassDef) and any(isinstance(f, ast.FunctionDef) and f.name == method_name for f in node.body):
+                out.append((name, node.name))
+            patched = isinstance(node, ast.FunctionDef) and any(getattr(d, 'id', None) == 'patch' for d in node.decorator_list)
+            if patched and node.name == method_name and node.args.args and isinstance(node.args.args[0].annotation, ast.Name):
+                out.append((name, node.args.args[0].annotation.id))
+    return out
+
+def test_a_method_has_one_entry_point():
+    "A class with the protocol's `retrieve` and `answer` keeps no second way in (`run`) and no `_last`/`last` of a question."
+    both = set(_classes_with('retrieve')) & set(_classes_with('answer'))
+    assert {'AgenticGraphRAG', 'DecomposedMethod', 'FactRAG', 'RerankedMethod'} <= {c for _, c in both}, both
+    assert not both & set(_classes_with('run')), both & set(_classes_with('run'))
+    retrievers = {n for n, _ in _classes_with('retrieve')}          # the modules of every retriever and method
+    assert {'retrieval.decompose', 'protocol', 'methods.agentic'} <= retrievers
+    kept = [(n, a.attr) for n, p in modules().items() if n in retrievers for a in ast.walk(ast.parse(p.read_text(encoding='utf-8')))
+            if isinstance(a, ast.Attribute) and a.attr in ('_last', 'last', 'last_papers') and isinstance(a.ctx, ast.Store)]
+    assert not kept, kept

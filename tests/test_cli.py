@@ -32,7 +32,7 @@ def test_unknown_method_and_retriever_are_usage_errors(tmp_path):
 
 def test_a_registered_method_is_offered_without_touching_the_cli():
     from scholarqa.cli import build_parser, _method_choices
-    from scholarqa.generate.method import METHODS, register_method
+    from scholarqa.protocol import METHODS, register_method
     @register_method('toy-test-method', 'registered by a test')
     def _toy(store, **options): raise NotImplementedError
     try:

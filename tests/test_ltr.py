@@ -4,11 +4,12 @@ demo corpus, refusing a model whose recorded dev gain is not positive unless --f
 import json, os, subprocess, sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from scholarqa.compare import demo_questions, read_question_file
 from scholarqa.datasets import load_dataset
-from scholarqa.retrieval.ltr import (LTR_MODEL, LTR_RECORD, dev_gain_of, fit_ranker, gold_paper, ltr_feature_names, ltr_rows, paper_folds,
+from scholarqa.retrieval.ltr import (DEV_CHOICE, LTR_MODEL, LTR_RECORD, dev_gain_of, dev_rule, fit_ranker, gold_paper, ltr_feature_names, ltr_rows, paper_folds,
                                      paper_sizes, shipped_ranker, store_channels)
 
 ROOT = Path(__file__).parents[1]
@@ -65,10 +66,10 @@ def test_cli_rerank_learn_search_ask(tmp_path, demo_cli_copy):
     assert json.loads((model / LTR_RECORD).read_text()) == rec
     q = qs[0]['question']
     first = json.loads(_run('search', tmp_path / 'index', q, '-k', 30, '--json').stdout)
-    gain = rec['dev']['gain']
+    gain, (lo, hi) = rec['dev']['gain'], rec['dev']['gain_ci']
     r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', model, '--json')
-    if gain > 0: assert r.returncode == 0, r.stderr
-    else: assert r.returncode == 2 and f'{gain:+.4f}' in r.stderr
+    if gain > 0 and lo > 0: assert r.returncode == 0, r.stderr                     # 02o's rule: the interval above 0
+    else: assert r.returncode == 2 and f'{gain:+.4f}' in r.stderr and f'[{lo:.3f}, {hi:.3f}]' in r.stderr
     # a record whose gain is not positive is refused, with the number, unless --force
     rec['dev']['gain'] = -0.0125
     (model / LTR_RECORD).write_text(json.dumps(rec), encoding='utf-8')
@@ -97,10 +98,18 @@ def test_shipped_rankers_are_the_experiments_and_serve_bare_rerank(tmp_path, dem
             assert (folder / f).read_bytes() == (run / f).read_bytes(), f'{folder / f} differs from {run / f}: run tools/ship_ltr.py'
         rec = json.loads((folder / LTR_RECORD).read_text())
         assert rec['first_stage'] == name and rec['dev']['split'] == 'by paper' and dev_gain_of(rec) is not None
+        row = pd.read_csv(ROOT / 'outputs' / '02_index' / 'ltr_dev_choice.csv').set_index('first_stage').loc[name]
+        verdict = json.loads((folder / DEV_CHOICE).read_text())      # the run's verdict under 02o's rule, shipped beside it
+        assert (verdict['gain'], f"[{verdict['gain_ci'][0]:.3f}, {verdict['gain_ci'][1]:.3f}]", verdict['passes']) == \
+               (row['gain'], row['gain 95% CI'], bool(row['passes the rule'])), name
+        assert dev_rule(rec, folder)['passes'] == verdict['passes']
     env = {'SCHOLARQA_CACHE': str(tmp_path / 'cache')}                 # nothing trained on this machine
     demo_cli_copy(tmp_path)
     q = 'How are citation graphs used for retrieval?'
-    r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--json', env=env)
+    for argv in (('search', tmp_path / 'index', q, '-k', 5), ('ask', tmp_path / 'index', q)):    # behind the hybrid: it failed
+        r = _run(*argv, '--rerank', '--json', env=env)
+        assert r.returncode == 2 and '+0.0225' in r.stderr and '[0.000, 0.046]' in r.stderr and '--force' in r.stderr, r.stderr
+    r = _run('search', tmp_path / 'index', q, '-k', 5, '--rerank', '--force', '--json', env=env)
     assert r.returncode == 0, r.stderr
     hits = json.loads(r.stdout)
     assert len(hits) == 5 and all(h['retriever'].endswith('+ltr') for h in hits)

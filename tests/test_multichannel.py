@@ -8,7 +8,7 @@ import pytest
 
 from scholarqa.datasets import Dataset, DatasetUnavailable, find_data_dir, load_dataset
 from scholarqa.doc import Paper, Section, Paragraph, paper_id
-from scholarqa.generate.method import MethodOptionError, ask, open_method, train_method
+from scholarqa.protocol import MethodOptionError, ask, open_method, train_method
 from scholarqa.methods.multichannel import (CHANNELS, NotAModelFolder, aqa_from_citation_graph, check_leak_free, load_aqa_task,
                                             save_split, write_oag_aqa_fixture)
 

@@ -67,7 +67,7 @@ def test_backend_refusal_is_unanswerable_in_its_own_words(demo):
     "A generative backend that itself says the passages do not answer: status unanswerable, its reply kept."
     from scholarqa.generate.answer import INSUFFICIENT_CONTEXT
     from scholarqa.generate.backends import ScriptedBackend
-    from scholarqa.generate.method import ask, load_methods, open_method
+    from scholarqa.protocol import ask, load_methods, open_method
     load_methods()
     index, _ = demo
     a = ask(open_method('retrieve', index), MEMORY, 5, ScriptedBackend(always=INSUFFICIENT_CONTEXT), min_answerability=0)
@@ -77,7 +77,7 @@ def test_backend_refusal_is_unanswerable_in_its_own_words(demo):
 def test_gold_removed_questions_never_see_their_gold_papers(demo):
     "Through ExcludePapers, every demo question's evidence comes from other papers only, for two methods, k passages each."
     from scholarqa.compare import demo_questions
-    from scholarqa.generate.method import load_methods, open_method
+    from scholarqa.protocol import load_methods, open_method
     from scholarqa.generate.refuse import ExcludePapers, evidence_paper, gold_papers, gold_removed
     load_methods()
     index, papers = demo

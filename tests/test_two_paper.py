@@ -46,11 +46,13 @@ def test_budget_is_shared_between_the_papers(demo_cli_copy, tmp_path):
     store = IndexStore.load(tmp_path / 'index')
     ptp = PaperThenPassage(store.retriever())
     for k in (2, 5, 6):
-        hits = ptp.retrieve(DEMO_TWO, k)
-        per = [[h for h in hits if h.chunk.paper_id == p] for p in ptp.last_papers]
-        assert len(hits) == k and len(ptp.last_papers) == 2 and len(set(ptp.last_papers)) == 2
+        s = ptp.split(DEMO_TWO, k)
+        hits, papers = s.hits, s.papers
+        per = [[h for h in hits if h.chunk.paper_id == p] for p in papers]
+        assert len(hits) == k and len(papers) == 2 and len(set(papers)) == 2
         assert [len(x) for x in per] == budget_split(k, 2)             # 1+1, 3+2, 3+3: each paper its share
-        assert {hits[0].chunk.paper_id, hits[1].chunk.paper_id} == set(ptp.last_papers)   # each paper's best passage first
+        assert {hits[0].chunk.paper_id, hits[1].chunk.paper_id} == set(papers)   # each paper's best passage first
+        assert [h.chunk.id for h in ptp.retrieve(DEMO_TWO, k)] == [h.chunk.id for h in hits]
 
 
 def test_cli_ask_decompose_cites_both_papers(demo_cli_copy, tmp_path):
@@ -83,7 +85,7 @@ def test_cli_ask_decompose_cites_both_papers(demo_cli_copy, tmp_path):
 def test_defaults_are_the_committed_dev_choice():
     "A method decomposes by default exactly when 02q's dev rule passed behind it, with the variant dev chose."
     import csv, inspect
-    from scholarqa.generate.method import METHODS, load_methods
+    from scholarqa.protocol import METHODS, load_methods
     load_methods()
     rows = list(csv.DictReader(open(ROOT / 'outputs' / '02_index' / 'two_paper_dev_choice.csv', encoding='utf-8')))
     assert rows and {r['method'] for r in rows} <= set(METHODS)

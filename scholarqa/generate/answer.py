@@ -19,19 +19,19 @@ from ..retrieval.base import Hit
 from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Message, make_backend
 
 # %% auto #0
-__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'RESULT_STATUSES', 'Evidence',
+__all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'RESULT_STATUSES', 'EvidenceItem',
            'Answer', 'hit_label', 'hit_evidence', 'evidence_labels', 'evidence_text', 'truncate_tokens',
-           'build_context', 'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder', 'encode_texts',
-           'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences', 'resolve_citation',
-           'sentence_support', 'check_citations', 'answer_status', 'Generator', 'mmr_select', 'ExtractiveGenerator',
-           'extractive_model_id', 'prompt_passages', 'ExtractiveBackend']
+           'build_context', 'Evidence', 'summary_prompt', 'answer_prompt', 'content_words', 'LexicalEncoder',
+           'encode_texts', 'load_minilm', 'support_threshold', 'is_insufficient', 'answer_sentences',
+           'resolve_citation', 'sentence_support', 'check_citations', 'answer_status', 'Generator', 'mmr_select',
+           'ExtractiveGenerator', 'extractive_model_id', 'prompt_passages', 'ExtractiveBackend']
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
 CONTEXT_BUDGET = 1200       # MiniLM tokens for all passages together (n_ctx 2048 = passages + ~250 instructions/question + 256 answer + margin)
 
 @dataclass
-class Evidence:
+class EvidenceItem:
     "One piece of what a method read — a passage, a graph fact, a paper — under the label a citation points at."
     label: str                                     # e.g. Paper-…-Section-…-Paragraph-…, Fact-3, a paper's id
     text: str
@@ -54,7 +54,7 @@ class Answer:
     completions: list = field(default_factory=list)  # the backend calls behind this answer (one, or two when summarising)
     status: str = ''                                 # one of RESULT_STATUSES; '' → judged from the reply by `answer_status`
     status_reason: str = ''
-    evidence: list = field(default_factory=list)     # [Evidence]: what the method read, best first (from `hits` when not given)
+    evidence: list = field(default_factory=list)     # [EvidenceItem]: what the method read, best first (from `hits` when not given)
     values: list = field(default_factory=list)       # the answer as a set (graph values, paper ids); [] for prose answers
     plan: dict | None = None                         # what a planning method decided (query type, steps, checks)
     timings: dict = field(default_factory=dict)      # seconds per stage ({'retrieve_s', 'answer_s', …})
@@ -80,20 +80,20 @@ def hit_label(hit) -> str:
     c = hit.chunk
     return c.label or paragraph_label(c.paper_id, c.section_path, c.paragraph_start)
 
-def hit_evidence(hit) -> Evidence:
+def hit_evidence(hit) -> EvidenceItem:
     "A retrieved passage as evidence: its paragraph label, text, score and place in its paper."
     c = hit.chunk
-    return Evidence(hit_label(hit), c.text, 'passage', float(hit.score),
+    return EvidenceItem(hit_label(hit), c.text, 'passage', float(hit.score),
                     {'paper_id': c.paper_id, 'section_path': c.section_path, 'paragraph_ids': list(getattr(c, 'paragraph_ids', None) or [c.id]),
                      'retriever': hit.retriever})
 
 def evidence_labels(evidence) -> list[str]:
-    "The labels of a list of evidence (Evidence or Hit), in order."
-    return [e.label if isinstance(e, Evidence) else hit_label(e) for e in evidence]
+    "The labels of a list of evidence (EvidenceItem or Hit), in order."
+    return [e.label if isinstance(e, EvidenceItem) else hit_label(e) for e in evidence]
 
 def evidence_text(e) -> str:
-    "The text of one piece of evidence (an Evidence, or a Hit's chunk)."
-    return e.text if isinstance(e, Evidence) else e.chunk.text
+    "The text of one piece of evidence (an EvidenceItem, or a Hit's chunk)."
+    return e.text if isinstance(e, EvidenceItem) else e.chunk.text
 
 def truncate_tokens(text: str, max_tokens: int, tokenizer=None) -> str:
     "The longest prefix of `text` with at most `max_tokens` tokens (a fast HF tokenizer; whitespace words if None), '…' when cut."
@@ -128,6 +128,30 @@ def build_context(hits, with_labels: bool = True, with_section_path: bool = True
             head += f' (section: {trail})'
         blocks.append(f'{head}\n{text}')
     return '\n\n'.join(blocks)
+
+# %% ../../nbs/03a_answer.ipynb #85bfba82
+class Evidence(list):
+    "What a method's `retrieve` chose for one question, best first, and what chose it: all its `answer` step reads."
+    def __init__(self, items=(),           # Hits (passages) or EvidenceItems (graph facts, papers)
+                 question: str = '',       # the question the items were chosen for
+                 **trace):                 # what chose them: a decomposition, a plan and its result, a first-stage order …
+        super().__init__(items)
+        self.question, self.trace = question, trace
+
+    def __getitem__(self, i):
+        got = super().__getitem__(i)
+        return self.keep(got) if isinstance(i, slice) else got
+
+    def keep(self, items) -> Evidence:
+        "The same evidence holding only `items` (a cut): the question and the trace stay."
+        return Evidence(items, self.question, **self.trace)
+
+    @property
+    def passages(self) -> bool:
+        "Whether every item is a passage (a `Hit`): the evidence a refusal decision can read (03e_refuse)."
+        return bool(self) and all(isinstance(x, Hit) for x in self)
+
+    def __repr__(self): return f'Evidence({list.__repr__(self)}, question={self.question!r}, trace={sorted(self.trace)})'
 
 # %% ../../nbs/03a_answer.ipynb #6116a5e9
 _ANS_SYSTEM = ('You answer questions about scientific papers using ONLY the passages below. Each passage starts with its label '

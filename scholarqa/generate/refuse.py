@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 import numpy as np
 from ..doc import LABEL_RE, blake2b_hex, parse_label, split_sentences_rules
-from .answer import Answer, Evidence, LexicalEncoder, content_words, encode_texts, evidence_text, hit_evidence, load_minilm
+from .answer import Answer, Evidence, EvidenceItem, LexicalEncoder, content_words, encode_texts, evidence_text, hit_evidence, load_minilm
 
 # %% auto #0
 __all__ = ['ANSWERABILITY_FEATURES', 'DEFAULT_ANSWERABILITY', 'REFUSAL_TEXT', 'QASA_UNANSWERABLE', 'answerability_features',
@@ -19,7 +19,7 @@ __all__ = ['ANSWERABILITY_FEATURES', 'DEFAULT_ANSWERABILITY', 'REFUSAL_TEXT', 'Q
 # %% ../../nbs/03e_refuse.ipynb #e50a95c5
 ANSWERABILITY_FEATURES = ('sent_max', 'sent_top3', 'coverage', 'coverage_best', 'lex_sent_max')
 
-def answerability_features(question: str, passages,   # Hits or Evidence, as a method's `retrieve` gives them
+def answerability_features(question: str, passages,   # Hits or EvidenceItem, as a method's `retrieve` gives them
                            encoder=None) -> dict:      # sentence encoder of the cosines (None: 03a's lexical hash)
     "How close the passages come to the question: sentence cosines and the share of the question's words they hold."
     texts = [' '.join(evidence_text(p).split()) for p in passages]     # whitespace as the prompt has it (03a build_context)
@@ -119,7 +119,7 @@ def decide(question: str, passages,
 def refusal_answer(question: str, passages, decision: dict, method: str = '') -> Answer:
     "The result when the passages do not hold an answer: status `unanswerable`, the passages kept as the closest, not an answer."
     ev = [hit_evidence(p) if hasattr(p, 'chunk') else p for p in passages]
-    ev = [Evidence(e.label, e.text, e.kind, e.score, {**e.source, 'closest_not_answer': True}) for e in ev]
+    ev = [EvidenceItem(e.label, e.text, e.kind, e.score, {**e.source, 'closest_not_answer': True}) for e in ev]
     text = (f"{REFUSAL_TEXT} None of the passages found for this question holds its answer (answerability "
             f"{decision['score']:.2f}, below {decision['threshold']:.2f}); the closest are listed, not as an answer.")
     return Answer(text, hits=[p for p in passages if hasattr(p, 'chunk')], evidence=ev, status='unanswerable',
@@ -128,7 +128,7 @@ def refusal_answer(question: str, passages, decision: dict, method: str = '') ->
 
 # %% ../../nbs/03e_refuse.ipynb #d99e4f70
 def evidence_paper(e) -> str:
-    "The paper id of a Hit or an Evidence ('' when it has none)."
+    "The paper id of a Hit or an EvidenceItem ('' when it has none)."
     return e.chunk.paper_id if hasattr(e, 'chunk') else (e.source or {}).get('paper_id', '')
 
 class ExcludePapers:
@@ -137,12 +137,13 @@ class ExcludePapers:
         self.method, self.paper_ids, self.max_depth = method, frozenset(paper_ids), int(max_depth)
         self.name, self.encoder = getattr(method, 'name', 'method'), getattr(method, 'encoder', None)
     def __repr__(self): return f'ExcludePapers({self.method!r}, {len(self.paper_ids)} papers)'
-    def retrieve(self, question: str, k: int = 5) -> list:
+    def retrieve(self, question: str, k: int = 5) -> Evidence:
+        "The method's evidence without the excluded papers' items (read deeper until k are left, or none are)."
         depth = max(4 * k, 20)
         while True:
             got = self.method.retrieve(question, depth)
             keep = [e for e in got if evidence_paper(e) not in self.paper_ids]
-            if len(keep) >= k or len(got) < depth or depth >= self.max_depth: return keep[:k]
+            if len(keep) >= k or len(got) < depth or depth >= self.max_depth: return got.keep(keep[:k])
             depth = min(4 * depth, self.max_depth)
     def answer(self, question: str, evidence, backend) -> Answer: return self.method.answer(question, evidence, backend)
 

@@ -11,13 +11,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from fastcore.basics import patch
 
 from ..kg.academic import GRAPH_FILE, AcademicGraph, blank, find_named, fold, load_graph, name_tokens
 from ..kg.plans import node_value
-from ..generate.answer import Answer, Evidence
+from ..generate.answer import Answer, Evidence, EvidenceItem
 from ..kg.answers import answers_fit, constraints, expected_answer, intent_accounts, masked, unaccounted
 from ..kg.compose import compose, plan_query_type, run_steps, slot_type
-from ..generate.method import MethodOptionError, check_options, method_backend, register_method
+from ..protocol import MethodOptionError, check_options, method_backend, register_method
 
 # %% auto #0
 __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTENTS', 'PLAN_PROMPT', 'PHRASE_PROMPT',
@@ -25,7 +26,7 @@ __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTE
            'link_author', 'find_authors', 'find_venues', 'find_institutions', 'find_unknown_names', 'find_mentions',
            'Intent', 'Plan', 'encode_query', 'Planner', 'LLMPlanner', 'Result', 'execute', 'match_score', 'coverage',
            'relevance', 'sufficiency', 'answer_claims', 'verify', 'join_values', 'phrase', 'fact_evidence',
-           'plan_record', 'closest_labels', 'llm_phrase', 'is_llm', 'AgenticGraphRAG']
+           'plan_record', 'closest_labels', 'llm_phrase', 'is_llm', 'AgenticGraphRAG', 'within_facts']
 
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
@@ -545,9 +546,9 @@ def phrase(intent: Intent, slots: dict, values: list) -> str:
 
 _NO_CHECK = {'EntAlign': None, 'RelAlign': None, 'AttrMatch': None, 'score': None, 'regenerations': 0}
 
-def fact_evidence(facts) -> list[Evidence]:
-    "Graph facts `[subject, relation, object]` as citable evidence (03a `Evidence`), in the order read: `Fact-0`, `Fact-1`, …"
-    return [Evidence(f'Fact-{n}', f'{s} | {r} | {o}', 'fact', source={'subject': s, 'relation': r, 'object': o})
+def fact_evidence(facts) -> list[EvidenceItem]:
+    "Graph facts `[subject, relation, object]` as citable evidence (03a `EvidenceItem`), in the order read: `Fact-0`, `Fact-1`, …"
+    return [EvidenceItem(f'Fact-{n}', f'{s} | {r} | {o}', 'fact', source={'subject': s, 'relation': r, 'object': o})
             for n, (s, r, o) in enumerate(facts)]
 
 def plan_record(query_type: str | None = None, intent: str | None = None, steps=(), start_nodes=(), expansions: int = 0,
@@ -604,8 +605,7 @@ class AgenticGraphRAG:
         self.encoder = self.planner.encoder
         self.alpha, self.tau, self.betas, self.gamma, self.max_expansions = alpha, tau, tuple(betas), gamma, max_expansions
         self.planning, self.use_sufficiency, self.use_verification = planning, use_sufficiency, use_verification
-        self.writer, self.max_regenerations = writer, max_regenerations
-        self._last = None                         # (question, what `gather` found): `retrieve` then `answer` plan and walk once
+        self.writer, self.max_regenerations = writer, max_regenerations   # nothing of a question is kept on the agent
 
     def __repr__(self): return f'AgenticGraphRAG(alpha={self.alpha}, tau={self.tau}, gamma={self.gamma}, {self.graph!r})'
 
@@ -638,13 +638,17 @@ class AgenticGraphRAG:
         found['timings']['traverse_s'] = _secs(t0)               # execution and sufficiency, every expansion included
         return found
 
-    def respond(self, found: dict, writer=None) -> Answer:
+    def respond(self, found: dict, writer=None,
+                kept: int | None = None) -> Answer:   # facts of the result still in the evidence (None: all)
         "Answer what `gather` found: the template (or `writer`'s sentence, verified and regenerated), the facts as evidence."
         plan, question = found['plan'], found['question']
         if 'done' in found:
             done = found['done']
-            return replace(done, timings={**found['timings'], **done.timings}, plan=copy.deepcopy(done.plan))
+            return replace(done, timings={**found['timings'], **done.timings}, plan=copy.deepcopy(done.plan),
+                           evidence=done.evidence[:kept])
         g, start, res, t0 = self.graph, found['start'], found['result'], time.perf_counter()
+        read = len(res.evidence)
+        if kept is not None and kept < read: res = within_facts(res, kept)
         intent = self.planner.intents.get(plan.intent) or Intent(plan.intent, plan.query_type, (), tuple(plan.ops), plan.template, (), answers=plan.gives)
         slots = {k: (v if k == 'Year' else g.label(slot_type(k), v)) for k, v in start.items()}
         text, ver, status = phrase(intent, slots, res.values), dict(_NO_CHECK), 'ok' if res.values else 'not_found'
@@ -659,6 +663,9 @@ class AgenticGraphRAG:
         if not ver['answer_type']['fits']:                 # a result of another type than asked is never an answer
             status, reason = 'no_plan', f'the plan gives {intent.answers}, and the question asks for {plan.answer_type}'
             text, res = f'Cannot answer: {reason}.', replace(res, values=[])
+        elif len(res.evidence) < read:                     # a budget cut the facts: what is left may not be the answer
+            status, reason = 'uncertain', f'the context budget kept {len(res.evidence)} of the {read} facts the plan read'
+            text = text if res.values else f'Cannot say within the context budget: {reason}.'
         cov, s, rel = found['cov'], found['s'], found['rel']
         record = plan_record(plan.query_type, plan.intent, plan.steps(),
                              [{'type': slot_type(k), 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], found['expansions'], ver, [],
@@ -667,10 +674,6 @@ class AgenticGraphRAG:
         return Answer(text, backend=writer.name if wrote else 'template', model=getattr(writer, 'model_id', '') if wrote else '',
                       status=status, status_reason=reason, evidence=fact_evidence(res.evidence), values=list(res.values), plan=record,
                       timings={**found['timings'], 'verify_s': _secs(t0)}, question=question, method=self.name)
-
-    def run(self, question: str) -> Answer:
-        "Plan, retrieve with sufficiency control, answer, verify: one `Answer` (values, facts as evidence, the plan and its checks)."
-        return self.respond(self.gather(question), self.writer)
 
     def _write(self, question: str, template: str, res: Result, given: tuple, writer) -> tuple[str, dict]:
         "The writer's answer and its verification: regenerated while below γ, the template answer after the last failure."
@@ -714,21 +717,6 @@ class AgenticGraphRAG:
                       plan=plan_record(steps=[f'lookup {t} -> {i}', 'every fact one hop around it'],
                                        start_nodes=[{'type': t, 'id': i, 'label': g.label(t, i)}]))
 
-    def _found(self, question: str) -> dict:
-        "What `gather` found for `question`, kept for the last question asked (so `retrieve` then `answer` does the work once)."
-        if self._last is None or self._last[0] != question: self._last = (question, self.gather(question))
-        return self._last[1]
-
-    def retrieve(self, question: str, k: int = 5) -> list[Evidence]:
-        "The Method protocol (03d): the first k facts the agent read for `question`, as `Evidence` labelled `Fact-n`."
-        found = self._found(question)
-        return (found['done'].evidence if 'done' in found else fact_evidence(found['result'].evidence))[:k]
-
-    def answer(self, question: str, evidence, backend=None) -> Answer:
-        """The Method protocol (03d): the agent's `Answer` for `question`. The values come from the executed plan, not from
-        `evidence`; an LLM `backend` (not extractive) writes the sentence in place of the `writer`, verified as above."""
-        return self.respond(self._found(question), backend if is_llm(backend) else self.writer)
-
 @register_method('agentic', 'agentic heterogeneous-graph RAG (seed 004) over a graph folder from `scholarqa graph build`',
                  opens=load_graph, marker=GRAPH_FILE)
 def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 0.75, encoder=None,
@@ -753,3 +741,25 @@ def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 
     writer, llm_planner = backend_of('writer', writer, built), backend_of('llm_planner', llm_planner, built)
     planner = LLMPlanner(llm_planner, encoder) if llm_planner is not None else None
     return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma, planner=planner, writer=writer)
+
+# %% ../../nbs/08_agentic.ipynb #0e6241c9
+def within_facts(res: Result, n: int) -> Result:
+    "What a result still shows when only its first `n` facts are kept: those facts, and the values one of them names."
+    facts = res.evidence[:n]
+    named = {str(x) for f in facts for x in (f[0], f[2])}
+    return replace(res, evidence=facts, values=[v for v in res.values if str(v) in named])
+
+@patch
+def retrieve(self: AgenticGraphRAG, question: str, k: int = 5) -> Evidence:
+    "The Method protocol (03d): every fact the agent's plan read for `question` (`Fact-n`); what it found in the trace."
+    found = self.gather(question)
+    return Evidence(found['done'].evidence if 'done' in found else fact_evidence(found['result'].evidence), question,
+                    found=found)
+
+@patch
+def answer(self: AgenticGraphRAG, question: str, evidence: Evidence, backend=None) -> Answer:
+    """The Method protocol (03d): the answer to what `retrieve` found, read from `evidence` alone. An LLM `backend`
+    (not extractive) writes the sentence in place of the `writer`, verified as above."""
+    found = getattr(evidence, 'trace', {}).get('found')
+    if found is None: raise TypeError('agentic: answer() reads the Evidence its retrieve() gave (with what the plan found)')
+    return self.respond(found, backend if is_llm(backend) else self.writer, kept=len(evidence))

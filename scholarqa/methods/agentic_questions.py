@@ -14,7 +14,8 @@ from ..doc import blake2b_hex
 from ..kg.graphs import ScholarlyGraph
 from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold
 import numpy as np
-from ..generate.answer import Answer, Evidence
+from ..generate.answer import Answer, Evidence, EvidenceItem
+from ..protocol import ask
 from .agentic import INTENTS, QUERY_TYPES, encode_query, find_venues, link_author, plan_record
 from ..kg.plans import PlanGraph, node_value, run_plan
 from ..kg.compose import plan_query_type, slot_type
@@ -206,7 +207,7 @@ def evaluate_agent(agent, questions: list[dict], progress: bool = False) -> list
     rows = []
     for q in show_progress(questions, 'agentic questions', enabled=progress, unit='questions'):
         t0 = time.perf_counter()
-        a = agent.run(q['question'])                      # an `Answer`: what the agents decided is under `a.plan`
+        a = ask(agent, q['question'])                     # an `Answer`: what the agents decided is under `a.plan`
         dt = time.perf_counter() - t0
         plan = a.plan or {}
         if q.get('expect_status'): s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status == q['expect_status']))
@@ -249,18 +250,15 @@ class FactRAG:
         dense = np.asarray(self.encoder.encode([h.chunk.text for h in hits])) @ encode_query(self.encoder, question)   # (n,)
         return [int(hits[j].chunk.id) for j in np.argsort(-(minmax([h.score for h in hits]) + minmax(dense)), kind='stable')[:self.k]]
 
-    def run(self, question: str) -> Answer:
-        "The top-k fact sentences as the text, every value they name beyond the question's own words as the values."
-        idx, q = self.top(question), fold(question)
+    def retrieve(self, question: str, k: int = 5) -> Evidence:
+        "The Method protocol (03d_method): the top facts, its own k of them (set when it is made), as `Fact-n`."
+        return Evidence([EvidenceItem(f'Fact-{n}', self.facts[i][0], 'fact', source={'sentence': i})
+                         for n, i in enumerate(self.top(question))], question)
+
+    def answer(self, question: str, evidence: Evidence, backend=None) -> Answer:
+        "The fact sentences as the text, every value they name beyond the question's own words as the values (no backend)."
+        idx, q = [e.source['sentence'] for e in evidence], fold(question)
         values = list(dict.fromkeys(v for i in idx for v in self.facts[i][1] if fold(v) not in q))
         return Answer(' '.join(self.facts[i][0] for i in idx), backend='template', status='ok', values=values,
-                      evidence=[Evidence(f'Fact-{n}', self.facts[i][0], 'fact', source={'sentence': i}) for n, i in enumerate(idx)],
-                      plan=plan_record(steps=[f'top {self.k} facts']), question=question, method=self.name)
-    def retrieve(self, question: str, k: int = 5) -> list:
-        "The Method protocol (03d_method): the top facts as evidence (the run is kept for `answer`)."
-        self._last = self.run(question)
-        return self._last.evidence[:k]
-    def answer(self, question: str, evidence, backend=None) -> Answer:
-        "The Method protocol: every value the retrieved facts name (no backend is used)."
-        last = getattr(self, '_last', None)
-        return last if last is not None and last.question == question else self.run(question)
+                      evidence=list(evidence), plan=plan_record(steps=[f'top {self.k} facts']), question=question,
+                      method=self.name)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
 from ..retrieval.base import Chunk, Hit, Retriever, chunk_index_text, register_retriever
-from ..generate.method import MethodOptionError, RetrieverMethod, check_options, register_method
+from ..protocol import MethodOptionError, RetrieverMethod, check_options, register_method
 
 # %% auto #0
 __all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE', 'VECTORS_FILE', 'LESEGR_RECORD', 'LESEGR_DIR',

@@ -21,8 +21,8 @@ from ..retrieval.bm25 import BM25Index
 from ..retrieval.fusion import reciprocal_rank_fusion, score_fusion
 from ..retrieval.dense import model_identity, quiet_model_loading, trainer_progress
 from ..evaluate import evaluate_run
-from ..generate.answer import Answer, Evidence
-from ..generate.method import MethodOptionError, check_options, register_method
+from ..generate.answer import Answer, Evidence, EvidenceItem
+from ..protocol import MethodOptionError, check_options, register_method
 
 # %% auto #0
 __all__ = ['SPLITS', 'MEMO_MAX', 'MODEL_MARKER', 'MODEL_VERSION', 'SINGLE_CHANNELS', 'FUSED_CHANNELS', 'CHANNELS', 'AQAQuery',
@@ -696,11 +696,11 @@ def open_multichannel(folder) -> MultiChannelModel:
     try: return MultiChannelModel.load(folder)
     except (KeyError, json.JSONDecodeError) as e: raise NotAModelFolder(f'{folder}: a damaged multichannel model folder ({type(e).__name__}: {e})') from None
 
-def paper_evidence(model: MultiChannelModel, row: dict, max_chars: int = 300) -> Evidence:
+def paper_evidence(model: MultiChannelModel, row: dict, max_chars: int = 300) -> EvidenceItem:
     "A ranked paper (a row of `MultiChannelModel.query`) as evidence: its id, its title and the start of its abstract."
     p = model.task.papers[row['paper_id']]
     body = p['body'] if len(p['body']) <= max_chars else p['body'][:max_chars].rsplit(' ', 1)[0] + ' …'
-    return Evidence(row['paper_id'], ' — '.join(x for x in (p['title'], body) if x), 'paper', row['score'],
+    return EvidenceItem(row['paper_id'], ' — '.join(x for x in (p['title'], body) if x), 'paper', row['score'],
                     {'paper_id': row['paper_id'], 'title': p['title'], 'dataset': model.task.name, 'retriever': 'rrf(ne+ge)',
                      'ranks': row['ranks']})
 
@@ -709,9 +709,9 @@ class MultiChannelMethod:
     name = 'multichannel'
     def __init__(self, model: MultiChannelModel): self.model = model
     def __repr__(self): return f'MultiChannelMethod({self.model!r})'
-    def retrieve(self, question: str, k: int = 5) -> list[Evidence]:
+    def retrieve(self, question: str, k: int = 5) -> Evidence:
         "The top k papers of RRF(NE + GE) for `question` (a title, or a title and its body in one string), best first."
-        return [paper_evidence(self.model, r) for r in self.model.query(question, k=k)]
+        return Evidence([paper_evidence(self.model, r) for r in self.model.query(question, k=k)], question)
     def answer(self, question: str, evidence, backend=None) -> Answer:
         """The papers as a numbered list of titles and ids, the ids in rank order in `values`. `backend` is not used: the
         method ranks papers and writes no prose, so every backend gets the same answer."""

@@ -21,8 +21,8 @@ from ..retrieval.chunk import chunk_corpus
 from ..retrieval.dense import DenseRetriever
 from ..retrieval.store import dense_over
 from ..retrieval.fusion import reciprocal_rank_fusion
-from ..generate.answer import content_words
-from ..generate.method import GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
+from ..generate.answer import Evidence, content_words
+from ..protocol import GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
 from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend
 
 # %% auto #0
@@ -326,14 +326,14 @@ class SKETCH(GeneratorAnswer):
         if combine not in ('merge', 'fuse'): raise ValueError(f"combine must be 'merge' or 'fuse', not {combine!r}")
         self.kg, self.text, self.combine, self.text_per_k, self.encoder = kg, text, combine, sketch_per_k(text_per_k), text.encoder
     def __repr__(self): return f'SKETCH({self.kg!r}, {self.text!r}, {self.combine}, text_per_k={self.text_per_k})'
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]:
+    def retrieve(self, question: str, k: int = 5) -> Evidence:
         g, t = self.kg.retrieve(question, k), self.text.retrieve(question, k * self.text_per_k)
         if self.combine == 'fuse':
             fused, facts = reciprocal_rank_fusion([g, t])[:k], {h.chunk.id: h.triples for h in g}
-            return [KGHit(h.chunk, h.score, 'sketch', facts[h.chunk.id]) if h.chunk.id in facts else Hit(h.chunk, h.score, 'sketch')
-                    for h in fused]
+            return Evidence([KGHit(h.chunk, h.score, 'sketch', facts[h.chunk.id]) if h.chunk.id in facts
+                             else Hit(h.chunk, h.score, 'sketch') for h in fused], question)
         given = set().union(*(_sk_paragraphs(h.chunk) for h in g)) if g else set()
-        return g + [h for h in t if not _sk_paragraphs(h.chunk) <= given]
+        return Evidence(g + [h for h in t if not _sk_paragraphs(h.chunk) <= given], question)
 
 # %% ../../nbs/05_sketch.ipynb #5a000028
 SKETCH_CACHE_VERSION = 1

@@ -16,7 +16,7 @@ from ..doc import atomic_write_npy, atomic_write_text, progress, split_sentences
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..generate.answer import content_words, truncate_tokens
-from ..generate.method import MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
+from ..protocol import MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
 from ..generate.backends import BackendCrash, BackendError, GenParams, make_backend
 from ..retrieval.store import dense_over
 

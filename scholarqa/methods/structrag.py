@@ -23,8 +23,8 @@ from ..retrieval.bm25 import BM25Index
 from ..retrieval.splade import SpladeRetriever
 from ..retrieval.store import IndexStore
 from ..generate.backends import GenParams, Message
-from ..generate.answer import CONTEXT_BUDGET, Answer, answer_prompt, build_context, check_citations, is_insufficient
-from ..generate.method import GeneratorAnswer, MethodOptionError, check_options, register_method
+from ..generate.answer import CONTEXT_BUDGET, Answer, Evidence, answer_prompt, build_context, check_citations, is_insufficient
+from ..protocol import GeneratorAnswer, MethodOptionError, check_options, register_method
 
 # %% auto #0
 __all__ = ['STRUCTRAG_CACHE_VERSION', 'EntityLayer', 'build_entity_layer', 'question_entities', 'entity_coverage', 'hit_source',
@@ -278,7 +278,7 @@ def pool(self: StructRAG, question: str, n: int | None = None, config: StructRAG
     return [Hit(self.chunks[i], float(rel[i]), 'structrag-pool') for i in top]
 
 @patch
-def retrieve(self: StructRAG, question: str, k: int = 5, config: StructRAGConfig | None = None, **overrides) -> list[Hit]:
+def retrieve(self: StructRAG, question: str, k: int = 5, config: StructRAGConfig | None = None, **overrides) -> Evidence:
     "The k context paragraphs: the relevance pool reranked for source diversity (config fields can be overridden by name)."
     cfg = replace(config or self.config, **overrides)
     pool = self.pool(question, cfg.pool, cfg)
@@ -286,7 +286,7 @@ def retrieve(self: StructRAG, question: str, k: int = 5, config: StructRAGConfig
     elif cfg.diversity == 'mmr': out = source_mmr_rerank(pool, k, cfg.lam)
     elif cfg.diversity == 'none': out = pool[:k]
     else: raise ValueError(f"unknown diversity {cfg.diversity!r}: 'greedy', 'mmr' or 'none'")
-    return [Hit(h.chunk, h.score, 'structrag') for h in out]
+    return Evidence([Hit(h.chunk, h.score, 'structrag') for h in out], question)
 
 # %% ../../nbs/04_structrag.ipynb #983e678e
 @patch
@@ -344,11 +344,11 @@ class VanillaRAG(GeneratorAnswer):
     def __init__(self, chunks, vectors: np.ndarray, encoder):   # vectors: (n_chunks, d), row i = chunks[i]
         self.chunks, self.vectors, self.encoder = list(chunks), vectors, encoder
     def __repr__(self): return f'VanillaRAG({len(self.chunks)} chunks)'
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]:
+    def retrieve(self, question: str, k: int = 5) -> Evidence:
         "The k chunks most similar to the question, best first."
         qv = self.encoder.encode([question], use_cache=False)[0]
         s = self.vectors @ qv                                        # (n_chunks,)
-        return [Hit(self.chunks[i], float(s[i]), 'vanilla') for i in np.argsort(-s, kind='stable')[:k]]
+        return Evidence([Hit(self.chunks[i], float(s[i]), 'vanilla') for i in np.argsort(-s, kind='stable')[:k]], question)
 
 # %% ../../nbs/04_structrag.ipynb #b755871a
 STRUCTRAG_CACHE_VERSION = 1

@@ -6,13 +6,15 @@
 from __future__ import annotations
 import re
 from dataclasses import dataclass
+from fastcore.basics import patch
 from ..doc import load_spacy
 from .base import Hit, Retriever
 
 # %% auto #0
 __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_STARTS', 'SHAPES', 'BACK_REFERENCES',
            'MAX_QUESTION_CHARS', 'UNREAD_PIPES', 'PAPER_AGGREGATES', 'DECOMPOSE_SCHEMA', 'DECOMPOSE_PROMPT',
-           'Decomposition', 'parse', 'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage', 'LLMDecomposer']
+           'Decomposition', 'parse', 'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage', 'PaperSplit',
+           'LLMDecomposer']
 
 # %% ../../nbs/02p_two_paper.ipynb #28081d0f
 PAPER_WORDS = frozenset({'paper', 'papers', 'study', 'studies', 'thesis', 'article', 'work', 'survey', 'review', 'preprint',
@@ -205,9 +207,7 @@ class PaperThenPassage(Retriever):
         self.first, self.depth, self.passage_depth, self.paper_query, self.how, self.apart, self._nlp = \
             first, int(depth), int(passage_depth), paper_query, how, int(apart), nlp
         self.passage_query, self.within, self.decomposer = passage_query, within, decomposer
-        self.name = f"{getattr(first, 'name', 'retriever')}+papers"
-        self.last, self.last_papers = None, []   # the last question's Decomposition (None: passed through) and chosen papers
-        self._kept = {}                          # (text, n) -> the first stage's hits, for the question being answered
+        self.name = f"{getattr(first, 'name', 'retriever')}+papers"   # nothing of a question is kept on the object
     def __repr__(self): return (f'PaperThenPassage({self.first!r}, depth={self.depth}, passage_depth={self.passage_depth}, '
                                 f'paper_query={self.paper_query!r}, how={self.how!r}, apart={self.apart}, '
                                 f'passage_query={self.passage_query!r}, within={self.within!r}'
@@ -218,52 +218,72 @@ class PaperThenPassage(Retriever):
         if self._nlp is None: self._nlp = load_spacy()
         return self._nlp
 
-    def _fetch(self, text: str, n: int) -> list:
-        "The first stage's top n for `text`, retrieved once per question: the parts of a coordination share their passage query."
-        if (text, n) not in self._kept: self._kept[(text, n)] = list(self.first.retrieve(text, n))
-        return self._kept[(text, n)]
+# %% ../../nbs/02p_two_paper.ipynb #77040bc9
+@patch
+def _fetch(self: PaperThenPassage, kept: dict, text: str, n: int) -> list:
+    "The first stage's top n for `text`, read once per question (`kept` lives for one question's call)."
+    if (text, n) not in kept: kept[(text, n)] = list(self.first.retrieve(text, n))
+    return kept[(text, n)]
 
-    def choose_papers(self, d: Decomposition) -> list | None:
-        "Each part's paper; None when a shape that does not name two papers (clauses, compare) lands twice on one paper."
-        ranked = [paper_ranking(self._fetch(part if self.paper_query == 'part' else sub, self.depth), self.how)
-                  for part, sub in zip(d.parts, d.sub_questions)]
-        if d.shape in ('clauses', 'compare'):       # the parts name no paper: split only when they clearly point at two
-            tops = [r[0] if r else None for r in ranked]
-            apart = None not in tops and all(t not in r[:self.apart] for t in tops for r in ranked if r[0] != t)
-            if not apart or len(set(tops)) < len(tops): return None      # one paper after all: the question is asked whole
-        chosen = []
-        for r in ranked: chosen.append(next((p for p in r if p not in chosen), None))
-        return chosen
+@patch
+def choose_papers(self: PaperThenPassage, d: Decomposition, kept: dict | None = None) -> list | None:
+    "Each part's paper; None when a shape that does not name two papers (clauses, compare) lands twice on one paper."
+    kept = {} if kept is None else kept
+    ranked = [paper_ranking(self._fetch(kept, part if self.paper_query == 'part' else sub, self.depth), self.how)
+              for part, sub in zip(d.parts, d.sub_questions)]
+    if d.shape in ('clauses', 'compare'):       # the parts name no paper: split only when they clearly point at two
+        tops = [r[0] if r else None for r in ranked]
+        apart = None not in tops and all(t not in r[:self.apart] for t in tops for r in ranked if r[0] != t)
+        if not apart or len(set(tops)) < len(tops): return None      # one paper after all: the question is asked whole
+    chosen = []
+    for r in ranked: chosen.append(next((p for p in r if p not in chosen), None))
+    return chosen
 
-    def per_paper(self, question: str, k: int = 5):
-        "(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none left) and its passages there."
-        d = decompose(question, self.nlp) if self.decomposer is None else self.decomposer(question)
-        self._kept = {}
-        if d is not None and hasattr(self.first, 'prime'):     # every query this question will ask, encoded in one batch
-            self.first.prime([*(d.parts if self.paper_query == 'part' else d.sub_questions),
-                              *(d.passage_queries if self.passage_query == 'ask' else d.sub_questions)])
-        papers = self.choose_papers(d) if d is not None else None
-        if papers is None: return None, []
-        out, queries = [], d.passage_queries if self.passage_query == 'ask' else d.sub_questions
-        for paper, query, share in zip(papers, queries, budget_split(k, len(papers))):
-            if not paper: own = []
-            elif self.within == 'score': own = list(self.first.retrieve_within(query, paper, share))
-            else: own = [h for h in self._fetch(query, self.passage_depth) if h.chunk.paper_id == paper]
-            out.append((paper, own[:share]))
-        return d, out
+# %% ../../nbs/02p_two_paper.ipynb #28bf0c4d
+@patch
+def per_paper(self: PaperThenPassage, question: str, k: int = 5, kept: dict | None = None):
+    "(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none left) and its passages there."
+    d = decompose(question, self.nlp) if self.decomposer is None else self.decomposer(question)
+    kept = {} if kept is None else kept
+    if d is not None and hasattr(self.first, 'prime'):     # every query this question will ask, encoded in one batch
+        self.first.prime([*(d.parts if self.paper_query == 'part' else d.sub_questions),
+                          *(d.passage_queries if self.passage_query == 'ask' else d.sub_questions)])
+    papers = self.choose_papers(d, kept) if d is not None else None
+    if papers is None: return None, []
+    out, queries = [], d.passage_queries if self.passage_query == 'ask' else d.sub_questions
+    for paper, query, share in zip(papers, queries, budget_split(k, len(papers))):
+        if not paper: own = []
+        elif self.within == 'score': own = list(self.first.retrieve_within(query, paper, share))
+        else: own = [h for h in self._fetch(kept, query, self.passage_depth) if h.chunk.paper_id == paper]
+        out.append((paper, own[:share]))
+    return d, out
 
-    def retrieve(self, question: str, k: int = 5) -> list[Hit]:
-        d, per = self.per_paper(question, k)
-        self.last, self.last_papers = d, [p for p, _ in per]
-        if d is None: return list(self.first.retrieve(question, k))
-        lists = [hits for _, hits in per]
-        merged = [h for row in range(max(map(len, lists), default=0)) for hits in lists if row < len(hits) for h in [hits[row]]]
-        seen = {h.chunk.id for h in merged}
-        if len(merged) < k:                                     # a paper short of its share: the whole question's ranking fills in
-            for h in self.first.retrieve(question, 4 * k):
-                if len(merged) >= k: break
-                if h.chunk.id not in seen: merged.append(h); seen.add(h.chunk.id)
-        return merged[:k]
+# %% ../../nbs/02p_two_paper.ipynb #f337441c
+@dataclass
+class PaperSplit:
+    "What `PaperThenPassage.split` decided for one question: the decomposition (None: asked whole), papers, passages."
+    decomposition: Decomposition | None
+    papers: list            # each part's chosen paper id, in the parts' order (None: no paper left for it)
+    hits: list              # the passages, each paper's best first (the first stage's own list when asked whole)
+
+@patch
+def split(self: PaperThenPassage, question: str, k: int = 5) -> PaperSplit:
+    "The question's passages paper by paper, with what chose them; a one-paper question is the first stage's top k."
+    d, per = self.per_paper(question, k)
+    if d is None: return PaperSplit(None, [], self.first.retrieve(question, k))
+    lists = [hits for _, hits in per]
+    merged = [hits[row] for row in range(max(map(len, lists), default=0)) for hits in lists if row < len(hits)]
+    seen = {h.chunk.id for h in merged}
+    if len(merged) < k:                                     # a paper short of its share: the whole question's ranking fills in
+        for h in self.first.retrieve(question, 4 * k):
+            if len(merged) >= k: break
+            if h.chunk.id not in seen: merged.append(h); seen.add(h.chunk.id)
+    return PaperSplit(d, [p for p, _ in per], merged[:k])
+
+@patch
+def retrieve(self: PaperThenPassage, question: str, k: int = 5) -> list[Hit]:
+    "The passages of `split`, as any retriever gives them."
+    return list(self.split(question, k).hits)
 
 # %% ../../nbs/02p_two_paper.ipynb #a1a5a7a4
 DECOMPOSE_SCHEMA = {'type': 'object', 'additionalProperties': False, 'required': ['papers'],

@@ -9,16 +9,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from ..doc import LABEL_RE, atomic_write_json, blake2b_hex, parse_label, replace_dir, settled
+from ..measure import bootstrap_ci
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import bm25_tokenize
 from .fusion import minmax, score_fusion
 
 # %% auto #0
 __all__ = ['LTR_DEPTH', 'LISTS_KEPT', 'SECTION_ROLES', 'ROLE_NAMES', 'LTR_TAIL', 'LTR_PARAMS', 'LTR_RECORD', 'LTR_MODEL',
-           'Channels', 'ChannelFusion', 'store_channels', 'paper_sizes', 'section_role', 'ltr_feature_names',
-           'name_terms', 'candidate_features', 'holds_gold', 'gold_paper', 'ltr_rows', 'paper_folds', 'fit_ranker',
-           'cross_validate', 'recall_at', 'learn_ranker', 'LearnedRanker', 'shipped_ranker', 'RerankRefused',
-           'dev_gain_of', 'second_stage_for']
+           'DEV_CHOICE', 'Channels', 'ChannelFusion', 'store_channels', 'paper_sizes', 'section_role',
+           'ltr_feature_names', 'name_terms', 'candidate_features', 'holds_gold', 'gold_paper', 'ltr_rows',
+           'paper_folds', 'fit_ranker', 'cross_validate', 'recall_at', 'learn_ranker', 'LearnedRanker',
+           'shipped_ranker', 'RerankRefused', 'dev_gain_of', 'dev_rule', 'second_stage_for']
 
 # %% ../../nbs/02n_ltr.ipynb #f62996c1
 LTR_DEPTH = 100        # hits each channel lists per question: the hybrid's own depth (02g's STORE_HYBRID)
@@ -269,7 +270,8 @@ def learn_ranker(store,                        # the index (02g's IndexStore) th
               'features': features, 'params': {**LTR_PARAMS, **(params or {})}, 'seed': seed,
               'dev': {'questions': int(len(base)), 'folds': n_folds, 'split': 'by paper',
                       'first_stage_recall_at_5': round(float(base.mean()), 4), 'ranker_recall_at_5': round(float(ranked.mean()), 4),
-                      'gain': round(float(ranked.mean() - base.mean()), 4)},
+                      'gain': round(float(ranked.mean() - base.mean()), 4),
+                      'gain_ci': [round(float(x), 4) for x in bootstrap_ci(list(ranked - base), seed=seed)]},
               'importance': {f: round(float(v), 3) for f, v in zip(features, model.booster_.feature_importance('gain'))},
               'seconds': {'candidates': round(t1 - t0, 2), 'cross_validation': round(t2 - t1, 2), 'fit': round(time.perf_counter() - t2, 2)}}
     out = Path(out_dir); out.parent.mkdir(parents=True, exist_ok=True)
@@ -336,6 +338,17 @@ def dev_gain_of(record: dict) -> float | None:
     g = (record.get('dev') or {}).get('gain')
     return None if g is None else float(g)
 
+DEV_CHOICE = 'dev_choice.json'     # the experiment's verdict on a shipped model (tools/ship_ltr.py writes it)
+
+def dev_rule(record: dict, folder=None) -> dict:
+    "{gain, ci, questions, passes}: the rule 02o applies (gain > 0, interval above 0), from the folder's verdict or record."
+    choice = Path(folder) / DEV_CHOICE if folder is not None else None
+    dev = json.loads(choice.read_text(encoding='utf-8')) if choice is not None and choice.exists() else (record.get('dev') or {})
+    gain, ci = dev.get('gain'), dev.get('gain_ci')
+    ci = None if ci is None else [float(x) + 0.0 for x in ci]          # + 0.0: a rounded -0.0 reads as 0.000
+    passes = gain is not None and ci is not None and float(gain) > 0 and float(ci[0]) > 0
+    return {'gain': gain, 'ci': ci, 'questions': dev.get('questions'), 'passes': passes}
+
 def second_stage_for(spec=None,                 # None / 'default' / a folder / a cross-encoder hub name, as `--rerank` takes
                      force: bool = False,       # use a stage whose dev gain is not positive (or unknown) anyway
                      first_stage: str | None = None,   # the first stage's name ('retrieve': the hybrid; a method): its shipped model
@@ -346,10 +359,12 @@ def second_stage_for(spec=None,                 # None / 'default' / a folder / 
     if folder == default_reranker_dir() and not any((folder / r).exists() for r in (LTR_RECORD, RERANK_RECORD)):
         folder = shipped_ranker(first_stage) or folder      # nothing trained here: the package's model for this first stage
     stage = LearnedRanker(folder) if (folder / LTR_RECORD).exists() else reranker_for(spec, **kw)
-    gain = dev_gain_of(stage.record)
-    if force or (gain is not None and gain > 0): return stage
-    n = (stage.record.get('dev') or {}).get('questions')
+    rule = dev_rule(stage.record, folder if (folder / LTR_RECORD).exists() else None)
+    if force or rule['passes']: return stage
+    gain, ci, n = rule['gain'], rule['ci'], rule['questions']
+    said = f'its dev gain over the first stage is {gain:+.4f} gold recall@5 on {n} dev questions' if gain is not None else ''
     why = ('its record carries no dev gain (it was trained, not measured against its first stage on dev questions)' if gain is None
-           else f'its dev gain over the first stage is {gain:+.4f} gold recall@5 on {n} dev questions')
+           else f'{said}, and its record carries no interval of it' if ci is None
+           else f'{said}, 95 % interval [{ci[0]:.3f}, {ci[1]:.3f}]: the rule needs a positive gain whose interval lies above 0')
     raise RerankRefused(f'{spec or "default"}: not used: {why}; `scholarqa rerank learn` fits a learned ranker and measures '
                         f'it, or pass --force to use this one anyway')
