@@ -635,9 +635,10 @@ def _eval_cmd(args) -> int:
         if e: print(e, file=sys.stderr); return 2
         try: backends[n] = _method_backend(args, m)
         except BackendError as e: return (print(f'scholarqa eval: {e}', file=sys.stderr), 1)[1]
-        methods[n] = (m, {'folder': str(Path(folder).resolve()), 'signature': compare.folder_signature(folder),
-                          'options': options[n], 'retriever': args.retriever, 'mode': args.mode, 'max_tokens': args.max_tokens,
-                          'rerank': args.rerank})
+        from scholarqa.protocol import folder_signature, method_identity   # what its answers depend on: the cache's key
+        methods[n] = (m, {**method_identity(n, folder, options[n]), 'retriever': args.retriever, 'mode': args.mode,
+                          'max_tokens': args.max_tokens, 'rerank': args.rerank,
+                          'rerank_model': folder_signature(args.rerank) if isinstance(args.rerank, str) else None})
     from scholarqa.retrieval.dense import default_cache_dir
     cache = None if args.no_cache else Path(args.cache) if args.cache else default_cache_dir() / 'eval'
     budget = compare.token_budget(args.budget) if args.budget else None

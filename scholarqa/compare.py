@@ -16,9 +16,9 @@ from .protocol import ask
 
 # %% auto #0
 __all__ = ['MEASURES', 'DEMO_UNANSWERABLE', 'parse_question', 'read_question_file', 'covers', 'as_evidence', 'gold_ranks',
-           'count_tokens', 'context_tokens', 'token_budget', 'context_curve', 'score_answer', 'folder_signature',
-           'evaluate_methods', 'measures_in', 'summarise_methods', 'paired_difference', 'summary_table',
-           'demo_questions', 'open_methods', 'readme_results']
+           'count_tokens', 'context_tokens', 'token_budget', 'context_curve', 'score_answer', 'evaluate_methods',
+           'measures_in', 'summarise_methods', 'paired_difference', 'summary_table', 'demo_questions', 'open_methods',
+           'readme_results']
 
 # %% ../nbs/09_evaluate.ipynb #5cadd27b
 def _gold_label(g) -> str:
@@ -164,19 +164,12 @@ def score_answer(q: dict, ans: Answer, k: int) -> dict:
     return row
 
 # %% ../nbs/09_evaluate.ipynb #731a4ef9
-def folder_signature(folder) -> str:
-    "A short hash of every file's relative path, size and modification time under `folder` (cheap: no file is read)."
-    if folder is None or not isinstance(folder, (str, os.PathLike)) or not Path(folder).exists(): return ''
-    root = Path(folder)
-    items = sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob('*') if p.is_file())
-    return blake2b_hex(json.dumps(items), 8)
-
 def _config_key(name: str, config: dict, k: int, budget, backend) -> str:
     bid = None if backend is None else (getattr(backend, 'model_id', None) or getattr(backend, 'name', type(backend).__name__))
     return blake2b_hex(json.dumps({'method': name, **config, 'k': k, 'budget': getattr(budget, 'tokens', None), 'backend': bid},
                                   sort_keys=True, default=str), 8)
 
-def evaluate_methods(methods: dict,            # {name: (method, config)}; config: what opened it ({'folder', 'options'}), for the cache key
+def evaluate_methods(methods: dict,            # {name: (method, config)}; config: what its answers depend on (`method_identity`)
                      questions: list[dict],    # parsed question lines (`parse_question`)
                      k: int = 5,
                      budget=None,              # `token_budget(n)` or None (each method's own evidence)
@@ -271,20 +264,20 @@ def open_methods(store,                         # the index every method opens o
                  seed: int = 0,
                  probe: str = 'What does this paper propose?') -> tuple[dict, list[dict]]:
     "({name: method}, one build-cost row per method): each opened over `store`, trained first if `train` names it, built now."
-    import resource
-    from scholarqa.measure import OtherLoad
-    from scholarqa.protocol import open_method, train_method
+    from scholarqa.measure import OtherLoad, resident_mb
+    from scholarqa.protocol import method_option_names, open_method, train_method
     opened, cost = {}, []
     for name in names:
+        takes = {'papers': papers} if 'papers' in method_option_names(name) else {}   # the registry says who reads them
+        rss = resident_mb()
         with OtherLoad() as ol:
             t0 = time.perf_counter()
-            if name in (train or {}): train_method(name, store, papers=papers, seed=seed, **train[name])
-            opts = {**({} if name in ('retrieve', 'lesegr') else {'papers': papers}), **(options or {}).get(name, {})}
-            opened[name] = open_method(name, store, **opts)
+            if name in (train or {}): train_method(name, store, **takes, seed=seed, **train[name])
+            opened[name] = open_method(name, store, **takes, **(options or {}).get(name, {}))
             opened[name].retrieve(probe, 1)            # whatever is built lazily, built now
             seconds = time.perf_counter() - t0
         cost.append({'method': name, 'build_s': round(seconds, 2), 'other_cores': ol.cores,
-                     'peak_rss_mb': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
+                     'rss_added_mb': round(resident_mb() - rss, 1)})
     return opened, cost
 
 # %% ../nbs/09_evaluate.ipynb #44659da9

@@ -18,10 +18,11 @@ from pathlib import Path
 from .doc import atomic_write_bytes, atomic_write_text
 
 # %% auto #0
-__all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'ENV_SETTINGS', 'NATIVE_INFO',
-           'CI_BELOW', 'file_hash', 'tree_hash', 'notebook_hash', 'package_versions', 'set_seeds', 'project_root',
-           'git_state', 'portable_path', 'OtherLoad', 'thread_settings', 'cpu_model', 'machine_state', 'query_threads',
-           'quiet_openmp', 'time_calls', 'hold_cores', 'MissingComponent', 'RunRecord', 'note_native',
+__all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'PORTABLE_NUMERICS', 'KEPT_IF_SET',
+           'ENV_SETTINGS', 'NATIVE_INFO', 'CI_BELOW', 'file_hash', 'tree_hash', 'notebook_hash', 'package_versions',
+           'set_seeds', 'project_root', 'git_state', 'portable_path', 'OtherLoad', 'thread_settings', 'resident_mb',
+           'cpu_model', 'machine_state', 'query_threads', 'quiet_openmp', 'time_calls', 'hold_cores',
+           'portable_numerics_env', 'numeric_dispatch', 'MissingComponent', 'RunRecord', 'note_native',
            'compare_outputs', 'bootstrap_ci', 'ci_text']
 
 # %% ../nbs/00h_measure.ipynb #8a3073f6
@@ -137,6 +138,13 @@ def thread_settings() -> dict:
         out[k] = os.environ.get(k)
     return out
 
+def resident_mb() -> float:
+    "This process's resident memory now, in MiB (/proc/self/statm; the running peak where there is no /proc)."
+    try: return int(Path('/proc/self/statm').read_text().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2**20
+    except (OSError, ValueError, IndexError):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
 def cpu_model() -> str:
     "The CPU's model name and widest vector unit (Linux), e.g. 'AMD EPYC (avx2)': float results can differ in the last digits between CPUs."
     try: info = Path('/proc/cpuinfo').read_text()
@@ -220,6 +228,35 @@ def hold_cores(n: int | None = None, settle: float = 0.5):
         stop.set()
         for p in procs: p.join(timeout=5)
 
+# %% ../nbs/00h_measure.ipynb #a717d417
+PORTABLE_NUMERICS = {'ATEN_CPU_CAPABILITY': 'avx2', 'MKL_CBWR': 'AVX2', 'MKL_ENABLE_INSTRUCTIONS': 'AVX2',
+                     'ONEDNN_MAX_CPU_ISA': 'AVX2', 'DNNL_MAX_CPU_ISA': 'AVX2', 'FAISS_SIMD_LEVEL': 'AVX2',
+                     'FAISS_OPT_LEVEL': 'AVX2',
+                     'NPY_DISABLE_CPU_FEATURES': 'X86_V4 AVX512_ICL AVX512_SPR', 'NUMBA_CPU_NAME': 'haswell',
+                     'OPENBLAS_CORETYPE': 'Haswell'}
+KEPT_IF_SET = ('OPENBLAS_CORETYPE',)     # set by the environment on some processors, to avoid wrong results: never overridden
+
+def portable_numerics_env(environ=None) -> dict:
+    "The variables that pin every numeric library to its AVX2 kernels, for a child process (a value the caller set wins)."
+    environ = os.environ if environ is None else environ
+    return {k: environ.get(k, v) if k in KEPT_IF_SET else v for k, v in PORTABLE_NUMERICS.items()}
+
+# %% ../nbs/00h_measure.ipynb #dd0b688a
+def numeric_dispatch() -> dict:
+    "The kernels each numeric library loaded in this process chose (libraries not loaded are left out)."
+    out = {k: os.environ[k] for k in PORTABLE_NUMERICS if k in os.environ}
+    if 'torch' in sys.modules: out['torch'] = sys.modules['torch'].backends.cpu.get_cpu_capability()
+    if 'numpy' in sys.modules:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+        out['numpy'] = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+        try:
+            from threadpoolctl import threadpool_info
+            out['blas'] = sorted({f"{i['internal_api']}:{i.get('architecture')}" for i in threadpool_info() if i['user_api'] == 'blas'})
+        except ImportError: pass
+    if 'faiss' in sys.modules and hasattr(sys.modules['faiss'], 'SIMDConfig'):
+        out['faiss'] = sys.modules['faiss'].SIMDConfig.get_level_name()
+    return {k: v for k, v in out.items() if v is not None}
+
 # %% ../nbs/00h_measure.ipynb #a7a9db35
 class MissingComponent(RuntimeError):
     "A run needed a component (model, backend, dataset) that is not available, and its parameters do not allow that."
@@ -287,15 +324,20 @@ class RunRecord:
                                    f"add {component!r} to the run's allow_missing parameter to run without it")
         self.skip(component, f'not available: {error}')
 
-    def table(self, df, name: str, floatfmt: str = '.3f', index: bool = False, timing=()) -> Path:
+    def table(self, df, name: str, floatfmt: str = '.3f', index: bool = False, timing=(),
+              tolerance: dict | None = None) -> Path:   # {column: (absolute tolerance, why)}: what the CPU moves
         "Write `df` as `<name>.csv` and `<name>.md`; `timing` names the columns that are timings (compared loosely on re-runs)."
-        unknown = set(timing) - set(map(str, df.columns))
-        if unknown: raise ValueError(f'table {name}: timing columns {sorted(unknown)} are not columns of the table')
+        tolerance = {str(c): t for c, t in (tolerance or {}).items()}
+        unknown = (set(timing) | set(tolerance)) - set(map(str, df.columns))
+        if unknown: raise ValueError(f'table {name}: timing or tolerance columns {sorted(unknown)} are not columns of the table')
+        bad = [c for c, t in tolerance.items() if not (isinstance(t, tuple) and len(t) == 2 and t[1] and float(t[0]) >= 0)]
+        if bad: raise ValueError(f'table {name}: a tolerance is (absolute tolerance >= 0, why), with a reason: {bad}')
         out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / f'{name}.csv', df.to_csv(index=index))
         atomic_write_text(out / f'{name}.md', df.to_markdown(index=index, floatfmt=floatfmt) + '\n')
         self.outputs += [f'{name}.csv', f'{name}.md']
-        self.tables[name] = {'rows': int(len(df)), 'columns': [str(c) for c in df.columns], 'timing_columns': sorted(timing)}
+        self.tables[name] = {'rows': int(len(df)), 'columns': [str(c) for c in df.columns], 'timing_columns': sorted(timing),
+                             **({'tolerances': {c: {'abs': float(t), 'why': w} for c, (t, w) in tolerance.items()}} if tolerance else {})}
         return out / f'{name}.csv'
 
     def figure(self, fig, name: str, dpi: int = 120, timing: bool = False) -> Path:
@@ -326,7 +368,8 @@ def _record(self: RunRecord) -> dict:
             'models': self.models, 'outputs': sorted(set(self.outputs)), 'tables': self.tables, 'skipped': self.skipped,
             'notes': _portable(self.notes, self.root),
             'environment': {k: _portable(os.environ[k], self.root) for k in ENV_SETTINGS if k in os.environ},
-            'machine': {**thread_settings(), 'cpu': cpu_model(), 'load_start': self.load_start, 'load_end': machine_state()['loadavg'],
+            'machine': {**thread_settings(), 'cpu': cpu_model(), 'numerics': numeric_dispatch(),
+                        'load_start': self.load_start, 'load_end': machine_state()['loadavg'],
                         **({'native_libraries': dict(NATIVE_INFO)} if NATIVE_INFO else {})},
             'wall_time_s': round(time.time() - self.started, 2), 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
             'python': sys.version.split()[0], 'platform': platform.platform(), 'packages': package_versions()}
@@ -350,11 +393,17 @@ def _timing_columns(folder: Path) -> dict:
             else: out[f'{name}.csv'] = set(meta.get('timing_columns', ()))
     return out
 
-def _same_cell(a: str, b: str, rel: float) -> bool:
+def _tolerances(folder: Path) -> dict:
+    "table file name -> {column: absolute tolerance} declared by the run records in `folder`."
+    return {f'{name}.csv': {c: t['abs'] for c, t in meta['tolerances'].items()}
+            for rec in Path(folder).glob('run_record_*.json')
+            for name, meta in json.loads(rec.read_text()).get('tables', {}).items() if meta.get('tolerances')}
+
+def _same_cell(a: str, b: str, rel: float, tol: float = 0.0) -> bool:
     if a == b: return True
     try: x, y = float(a), float(b)
     except ValueError: return False
-    return abs(x - y) <= rel * max(abs(x), abs(y)) or (x != x and y != y)
+    return abs(x - y) <= max(rel * max(abs(x), abs(y)), tol) or (x != x and y != y)
 
 def _written(folder: Path) -> tuple[dict, set]:
     "Run records in `folder` (file name -> record) and every output file they list."
@@ -365,7 +414,7 @@ def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) ->
     "Differences between the committed outputs of the run records a fresh run wrote and that run's (CSV cells, figures, files)."
     import csv
     committed, fresh = Path(committed), Path(fresh)
-    timing = _timing_columns(fresh)
+    timing, tols = _timing_columns(fresh), _tolerances(fresh)
     recs, new = _written(fresh)
     old = {f for name in recs if (committed / name).exists() for f in json.loads((committed / name).read_text()).get('outputs', [])}
     diffs = [f'{n}: committed but no longer written by the run' for n in sorted(old - new)]
@@ -385,7 +434,7 @@ def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) ->
         shown = 0
         for i, (ro, rn) in enumerate(zip(old[1:], new[1:]), 1):
             for c, a, b in zip(cols, ro, rn):
-                if c in loose or _same_cell(a, b, rel): continue
+                if c in loose or _same_cell(a, b, rel, tols.get(n, {}).get(c, 0.0)): continue
                 if shown < max_cells: diffs.append(f'{n}: row {i} ({cols[0]}={ro[0]}), column {c!r}: committed {a!r}, now {b!r}')
                 shown += 1
         if shown > max_cells: diffs.append(f'{n}: … and {shown - max_cells} more cells')

@@ -4,10 +4,11 @@
 
 # %% ../nbs/03d_method.ipynb #e779a403
 from __future__ import annotations
-import ast, functools, importlib, importlib.util, inspect, os, pkgutil, time
+import ast, functools, importlib, importlib.util, inspect, json, os, pkgutil, time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 from fastcore.basics import patch
+from .doc import blake2b_hex
 from .generate.backends import Backend, BackendError, GenParams, make_backend
 from .generate.answer import Answer, Evidence, EvidenceItem, Generator, evidence_labels
 
@@ -15,7 +16,8 @@ from .generate.answer import Answer, Evidence, EvidenceItem, Generator, evidence
 __all__ = ['METHODS', 'Method', 'MethodOptionError', 'open_index', 'register_method', 'check_options', 'method_backend',
            'method_modules', 'load_methods', 'method_sites', 'method_names', 'load_method', 'method_option_names',
            'RerankedMethod', 'DecomposedMethod', 'decomposed_parts', 'open_method', 'train_method', 'default_method',
-           'answerability_encoder', 'ask', 'GeneratorAnswer', 'RetrieverMethod']
+           'folder_signature', 'folder_identity', 'method_identity', 'answerability_encoder', 'ask', 'GeneratorAnswer',
+           'RetrieverMethod']
 
 # %% ../nbs/03d_method.ipynb #3dfb2251
 @runtime_checkable
@@ -38,6 +40,7 @@ def open_index(folder):
 
 def register_method(name: str, help: str = '',
                     opens=None,               # folder -> what the factory takes (default: `open_index`)
+                    inputs=None,              # (folder, **options) -> {name: signature} of what it reads beyond the folder
                     marker: str | None = None,  # a file whose presence makes this the folder's default method
                     train=None,               # train(folder, **options) -> record, for the methods that learn
                     decompose: bool = False): # several-paper questions paper by paper unless `decompose=False` is given
@@ -48,6 +51,7 @@ def register_method(name: str, help: str = '',
             raise ValueError(f'method {name!r} is already registered by {have.__module__}.{have.__qualname__}')
         factory.help = help or (factory.__doc__ or '').strip()
         factory.opens, factory.marker, factory.train, factory.decompose = opens or open_index, marker, train, bool(decompose)
+        factory.inputs = inputs
         METHODS[name] = factory
         return factory
     return deco
@@ -245,6 +249,44 @@ def default_method(folder, fallback: str = 'retrieve') -> str:
     "The method a folder is read with when none is named: the one whose marker file it holds, else `fallback`."
     markers = {**{n: marker for n, (_, marker) in method_sites().items()}, **{n: f.marker for n, f in METHODS.items()}}
     return next((n for n, m in markers.items() if m and (Path(folder) / m).exists()), fallback)
+
+# %% ../nbs/03d_method.ipynb #00821a52
+def folder_signature(folder) -> str:
+    "A short hash of every file's relative path, size and modification time under `folder` (cheap: no file is read)."
+    if folder is None or not isinstance(folder, (str, os.PathLike)) or not Path(folder).exists(): return ''
+    root = Path(folder)
+    items = sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob('*') if p.is_file())
+    return blake2b_hex(json.dumps(items), 8)
+
+def folder_identity(folder) -> str:
+    "An index's own record (meta.json, its corpus folder's path aside), or any other folder's file signature."
+    folder = getattr(folder, 'path', folder)               # an opened index is read where it lives
+    meta = Path(folder) / 'meta.json' if isinstance(folder, (str, os.PathLike)) else None
+    if meta is not None and meta.exists():
+        record = json.loads(meta.read_text(encoding='utf-8'))
+        if 'corpus_hash' in record:
+            return blake2b_hex(json.dumps({k: v for k, v in record.items() if k != 'corpus_dir'}, sort_keys=True, default=str), 8)
+    return folder_signature(folder)
+
+# %% ../nbs/03d_method.ipynb #8dcd6213
+def _plain(v):
+    "An option as plain data for an identity: scalars and nested lists/dicts of them as they are, anything else by type."
+    if v is None or isinstance(v, (bool, int, float, str)): return v
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v): return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)) and all(x is None or isinstance(x, (bool, int, float, str)) for x in v): return list(v)
+    return f'<{type(v).__name__}' + (f' of {len(v)}>' if hasattr(v, '__len__') else '>')
+
+def method_identity(name: str, folder, options: dict | None = None) -> dict:
+    "What the answers of method `name` opened on `folder` with `options` depend on (see above); nothing is opened."
+    from scholarqa import __version__
+    load_method(name)
+    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
+    factory, options = METHODS[name], dict(options or {})
+    defaults = {p: v.default for p, v in list(inspect.signature(factory).parameters.items())[1:]
+                if v.default is not inspect.Parameter.empty}
+    extra = factory.inputs(folder, **options) if factory.inputs else {}
+    return {'method': name, 'options': _plain({**defaults, **options}), 'package': __version__,
+            'inputs': {'folder': folder_identity(folder), **extra}}
 
 # %% ../nbs/03d_method.ipynb #d78017d8
 def answerability_encoder(method):

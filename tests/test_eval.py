@@ -17,13 +17,13 @@ def demo(tmp_path_factory, demo_cli_copy):
     (d / 'q.jsonl').write_text('\n'.join(lines) + '\n')
     return d, qs
 
-def _eval(d, *extra):
+def _eval(d, *extra, cache='cache'):
     return cli('eval', '--method', 'retrieve', '--method', 'vanilla', '--questions', d / 'q.jsonl', '--index', d / 'index',
-               '--cache', d / 'cache', '--json', *extra)
+               '--cache', d / cache, '--json', *extra)
 
 def test_two_methods_the_json_contract_and_a_bad_line(demo):
     d, qs = demo
-    r = _eval(d)
+    r = _eval(d, cache='cache-contract')                        # a cache of its own: the tests run in any order
     assert r.returncode == 1, r.stderr                          # one line could not be used: the rest ran, the status says so
     out = json.loads(r.stdout)
     assert 'q.jsonl, line 4' in r.stderr and [p['line'] for p in out['problems']] == [4]
@@ -41,10 +41,33 @@ def test_two_methods_the_json_contract_and_a_bad_line(demo):
 
 def test_a_second_run_is_served_from_its_cache(demo):
     d, _ = demo
-    first, again = json.loads(_eval(d).stdout), json.loads(_eval(d).stdout)
+    first, again = json.loads(_eval(d, cache='cache-again').stdout), json.loads(_eval(d, cache='cache-again').stdout)
     for name in ('retrieve', 'vanilla'):
-        assert again['methods'][name]['cached'] == 15
+        assert first['methods'][name]['cached'] == 0 and again['methods'][name]['cached'] == 15
         assert again['methods'][name]['mrr'] == first['methods'][name]['mrr']
+    other = json.loads(_eval(d, '-o', 'retrieve:max_tokens=64', cache='cache-again').stdout)
+    assert other['methods']['retrieve']['cached'] == 0 and other['methods']['vanilla']['cached'] == 15   # one option changed
+
+
+def test_the_cache_key_is_what_an_answer_depends_on(demo, monkeypatch):
+    """The key is the method's identity: its resolved options (a changed default misses), the package version and the
+    index's own record. Opening another method first, which builds its own folder inside the index, changes nothing."""
+    import scholarqa
+    from scholarqa.protocol import METHODS, load_method, method_identity, open_method
+    from scholarqa.ingest import Corpus
+    d, _ = demo
+    index = d / 'index'
+    before = {n: method_identity(n, index) for n in ('retrieve', 'vanilla', 'structrag')}
+    open_method('vanilla', index, papers=list(Corpus.load(d / 'corpus'))).retrieve('What is BM25?', 1)   # builds fixed-1000/
+    assert {n: method_identity(n, index) for n in before} == before
+    load_method('structrag')
+    factory = METHODS['structrag']
+    monkeypatch.setattr(factory, '__defaults__', tuple(128 if v == 256 else v for v in factory.__defaults__))   # max_tokens
+    changed = method_identity('structrag', index)
+    assert (changed['options']['max_tokens'], before['structrag']['options']['max_tokens']) == (128, 256)
+    monkeypatch.setattr(scholarqa, '__version__', scholarqa.__version__ + '.dev1')
+    after = method_identity('vanilla', index)
+    assert after['package'] != before['vanilla']['package'] and after['inputs'] == before['vanilla']['inputs']
 
 def test_every_method_gets_the_same_budget(demo):
     d, _ = demo

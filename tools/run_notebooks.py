@@ -11,6 +11,10 @@ exactly); any difference fails the run, naming the file, row and column. The com
 --jobs N (only with --check): N notebooks at a time. A check ignores timing columns, so sharing the cores changes nothing it
 compares; a run that writes outputs measures, and measures alone, one notebook at a time.
 
+Kernels: a CI-size run (written or checked) pins every numeric library to its AVX2 kernels (scholarqa.measure's
+PORTABLE_NUMERICS; an OPENBLAS_CORETYPE the environment set is kept), so that its tables are the same on any x86-64 CPU
+this project runs on; each run record says what every library chose (machine.numerics).
+
 Threads: a CI-size run (written or checked) gives each notebook one thread (OMP_NUM_THREADS, MKL_NUM_THREADS and
 OPENBLAS_NUM_THREADS, unless already set), so that its tables do not depend on the machine's cores; a full-size check with
 --jobs N gives each cores/N; a full run uses every core."""
@@ -53,6 +57,10 @@ _threads = 1 if args.params == 'ci' else (os.cpu_count() or 1) // args.jobs if a
 share_env = {k: os.environ.get(k, str(max(1, _threads))) for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS')} \
     if _threads else {}
 
+# Kernels per notebook at CI size: the AVX2 path of every library that has a switch (00h_measure), whatever this CPU offers
+from scholarqa.measure import portable_numerics_env
+kernel_env = portable_numerics_env() if args.params == 'ci' else {}
+
 def run_one(nb: Path):
     "Run one notebook; returns (notebook, log lines to print, failed?, stale?). Nothing is printed here, so parallel logs do not interleave."
     params = root / 'params' / f'{nb.stem}.{args.params}.yaml'
@@ -66,7 +74,7 @@ def run_one(nb: Path):
     (scratch / 'tmp').mkdir()
     fresh, kept = scratch / 'out', False
     if args.check: cmd += ['-p', 'out_dir', str(fresh)]
-    env = {**os.environ, **share_env, 'SCHOLARQA_NOTEBOOK': str(nb), 'TMPDIR': str(scratch / 'tmp')}
+    env = {**os.environ, **share_env, **kernel_env, 'SCHOLARQA_NOTEBOOK': str(nb), 'TMPDIR': str(scratch / 'tmp')}
     try:
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         log = [f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s']

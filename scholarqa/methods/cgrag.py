@@ -13,7 +13,7 @@ import numpy as np
 
 from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
 from ..retrieval.base import Chunk, Hit, Retriever, chunk_index_text, register_retriever
-from ..protocol import MethodOptionError, RetrieverMethod, check_options, register_method
+from ..protocol import MethodOptionError, RetrieverMethod, check_options, folder_signature, register_method
 
 # %% auto #0
 __all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE', 'VECTORS_FILE', 'LESEGR_RECORD', 'LESEGR_DIR',
@@ -21,7 +21,7 @@ __all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE'
            'chunk_graph_to_rdf', 'query_delta', 'with_self_loops', 'new_lesegr', 'model_from_config', 'fusion_scores',
            'candidate_subgraph', 'first_stage', 'question_subgraph', 'save_graph', 'load_graph', 'subgraph_loss',
            'train_lesegr', 'load_lesegr', 'index_chunk_graph', 'read_training_questions', 'pseudo_questions',
-           'train_on_index', 'LeSeGRRetriever', 'train_lesegr_method']
+           'train_on_index', 'LeSeGRRetriever', 'train_lesegr_method', 'lesegr_inputs']
 
 # %% ../../nbs/07_cgrag.ipynb #5e71d011
 _XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'          # a whole word: a space (or ~) before the number
@@ -539,8 +539,12 @@ def train_lesegr_method(index,                          # the index folder (or a
     rec = train_on_index(store, out, qs, top_n=top_n, inter=inter, papers=papers, epochs=epochs, layers=layers, seed=seed)
     return {**rec, 'out': str(out), 'folder': str(out), 'skipped_lines': bad}   # folder: where `scholarqa train` says it trained
 
+def lesegr_inputs(index, model=None, **options) -> dict:
+    "What LeSeGR reads beyond its index, for an answer cache's key: its trained model folder."
+    return {'lesegr': folder_signature(Path(model) if model is not None else Path(getattr(index, 'path', index)) / LESEGR_DIR)}
+
 @register_method('lesegr', "CG-RAG (seed 003): LeSeGR's passages from the index's chunk citation graph, answered by the generator",
-                 train=train_lesegr_method, decompose=True)    # decomposition won on dev behind it (02q_two_paper_experiment)
+                 train=train_lesegr_method, inputs=lesegr_inputs, decompose=True)    # decomposition won on dev behind it (02q_two_paper_experiment)
 def _lesegr_method(store, model=None,                   # the LeSeGR model folder (default INDEX/lesegr)
                    mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
     check_options('lesegr', options)

@@ -10,7 +10,6 @@ from typing import Sequence
 import itertools
 import numpy as np
 from fastcore.basics import patch
-import pandas as pd
 import re
 import scipy.sparse as sp
 import time

@@ -13,8 +13,8 @@ from .base import Hit, Retriever
 # %% auto #0
 __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_STARTS', 'SHAPES', 'BACK_REFERENCES',
            'MAX_QUESTION_CHARS', 'UNREAD_PIPES', 'PAPER_AGGREGATES', 'DECOMPOSE_SCHEMA', 'DECOMPOSE_PROMPT',
-           'Decomposition', 'parse', 'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage', 'PaperSplit',
-           'LLMDecomposer']
+           'Decomposition', 'parse', 'may_split', 'decompose', 'paper_ranking', 'budget_split', 'PaperThenPassage',
+           'PaperSplit', 'LLMDecomposer']
 
 # %% ../../nbs/02p_two_paper.ipynb #28081d0f
 PAPER_WORDS = frozenset({'paper', 'papers', 'study', 'studies', 'thesis', 'article', 'work', 'survey', 'review', 'preprint',
@@ -121,7 +121,7 @@ def _clauses(doc, toks):
 
 # %% ../../nbs/02p_two_paper.ipynb #3b09489e
 MAX_QUESTION_CHARS = 1000
-_MAY_SPLIT = re.compile(r'and|^\s*(?:compare|contrast)\b|differ', re.I)   # every rule needs one of these: no parse without
+_MAY_SPLIT = re.compile(r'\band\b|^\s*(?:compare|contrast)\b|\bdiffer', re.I)   # every rule needs one: no parse without
 UNREAD_PIPES = frozenset({'ner', 'entity_ruler', 'entity_linker', 'lemmatizer'})   # what no rule reads: entities, lemmas
 
 def parse(text: str, nlp=None):
@@ -132,10 +132,13 @@ def parse(text: str, nlp=None):
         if name not in UNREAD_PIPES: doc = component(doc)
     return doc
 
+def may_split(question: str) -> bool:
+    "Whether a rule could split `question` at all (a word 'and', compare/contrast, differ), read before any parse."
+    return len(question) <= MAX_QUESTION_CHARS and bool(_MAY_SPLIT.search(question))   # a pasted document: no
+
 def decompose(question: str, nlp=None) -> Decomposition | None:
     "The question split into one sub-question per paper it asks about, or None when it asks about one (or none)."
-    if len(question) > MAX_QUESTION_CHARS: return None    # a pasted document is not a question about two papers
-    if not _MAY_SPLIT.search(question): return None       # no 'and', no compare/contrast, no differ: not parsed at all
+    if not may_split(question): return None               # not parsed at all: no pipeline is loaded for it
     doc = parse(question, nlp)
     toks = list(doc)
     for shape, rule in (('coordinated', _coordinated), ('distributive', _distributive)):
@@ -243,7 +246,8 @@ def choose_papers(self: PaperThenPassage, d: Decomposition, kept: dict | None = 
 @patch
 def per_paper(self: PaperThenPassage, question: str, k: int = 5, kept: dict | None = None):
     "(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none left) and its passages there."
-    d = decompose(question, self.nlp) if self.decomposer is None else self.decomposer(question)
+    if self.decomposer is not None: d = self.decomposer(question)
+    else: d = decompose(question, self.nlp) if may_split(question) else None     # the pipeline loads only when it may split
     kept = {} if kept is None else kept
     if d is not None and hasattr(self.first, 'prime'):     # every query this question will ask, encoded in one batch
         self.first.prime([*(d.parts if self.paper_query == 'part' else d.sub_questions),

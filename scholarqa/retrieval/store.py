@@ -8,7 +8,6 @@ import inspect, json, os, shutil, tempfile, time, warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from fastcore.basics import patch
 
 from ..measure import time_calls
