@@ -272,7 +272,7 @@ def open_methods(store,                         # the index every method opens o
         rss = resident_mb()
         with OtherLoad() as ol:
             t0 = time.perf_counter()
-            if name in (train or {}): train_method(name, store, **takes, seed=seed, **train[name])
+            if name in (train or {}): train_method(name, store, papers=papers, seed=seed, **train[name])   # hooks read papers
             opened[name] = open_method(name, store, **takes, **(options or {}).get(name, {}))
             opened[name].retrieve(probe, 1)            # whatever is built lazily, built now
             seconds = time.perf_counter() - t0
