@@ -8,8 +8,8 @@ import argparse, importlib, json, os, pkgutil, re, sys, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoices', 'load_methods', 'read_questions', 'snippet',
-           'print_hits', 'method_options', 'build_parser', 'main', 'cli_main']
+__all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoices', 'load_methods', 'snippet', 'print_hits',
+           'method_options', 'build_parser', 'main', 'cli_main']
 
 # %% ../nbs/10_cli.ipynb #29f94d8c
 def _wait_flag(p) -> None:
@@ -268,23 +268,6 @@ def _load_reranker(args, cmd: str, first_stage: str | None = None):
     if args.rerank_depth is None: args.rerank_depth = int(stage.record.get('n', 30)) if getattr(stage, 'kind', '') == 'ltr' else 30   # a learned ranker reads the N it was fit on
     return stage, None
 
-def read_questions(path) -> list[dict]:
-    "Lines of a JSONL question file as [{'id', 'question'}] or [{'id', 'error'}] for a line that cannot be used (batch goes on)."
-    out, recs = [], []
-    for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
-        if not line.strip(): continue
-        try:
-            rec = json.loads(line)
-            recs.append(rec)
-            q = rec.get('question', rec.get('query')) if isinstance(rec, dict) else None
-            if not isinstance(q, str) or not q.strip(): raise ValueError('no non-empty "question" (or "query") string')
-            out.append({'id': str(rec.get('id', f'line {n}')), 'question': q})
-        except ValueError as e: out.append({'id': f'line {n}', 'error': f'{path}, line {n}: {e}'})
-    if any(isinstance(r, dict) and r.get('split') == 'sealed' for r in recs):
-        from scholarqa.evaluate import refuse_sealed      # the one rule (03b), imported only when a line is sealed
-        refuse_sealed(path, recs)
-    return out
-
 def _hit_json(store, h) -> dict:
     "`hit_to_json` plus the paper's title and year from the index's paper list."
     from scholarqa.retrieval.base import hit_to_json
@@ -316,6 +299,7 @@ def _one_or_batch(args, cmd: str):
     if args.questions is None:
         if not text.strip(): return None, f'scholarqa {cmd}: the question is empty'
         return [{'id': '1', 'question': text}], None
+    from scholarqa.evaluate import read_questions       # the batch reader and its sealed rule (03b)
     try: return read_questions(args.questions), None
     except (OSError, UnicodeDecodeError) as e: return None, f'scholarqa {cmd}: cannot read {args.questions}: {e}'
     except ValueError as e: return None, f'scholarqa {cmd}: {e}'

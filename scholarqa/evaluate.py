@@ -20,13 +20,13 @@ from .measure import CI_BELOW, ci_text
 # %% auto #0
 __all__ = ['BENCH_METRICS', 'DEMO_QUESTIONS', 'JUDGE_CRITERIA', 'JUDGE_SCHEMA', 'QUESTION_WRITER_PROMPT', 'RAGAS_NON_LLM',
            'RAGAS_LLM', 'hit_at_k', 'recall_at_k', 'mrr', 'average_precision', 'map_at_k', 'ndcg_at_k', 'evaluate_run',
-           'SealedQuestionSet', 'refuse_sealed', 'load_eval_questions', 'question_qrels', 'chunk_qrels',
-           'context_paragraphs', 'holds_gold', 'run_retrievers', 'retrieval_table', 'hit_curve', 'all_found_at_k',
-           'pubmedqa_retrieval_task', 'demo_eval_questions', 'judge_prompt', 'judge', 'squad_normalise', 'token_f1',
-           'rouge_l', 'distinct_n', 'semantic_similarity', 'parse_yesno', 'negation_yesno', 'yesno_scores',
-           'sample_paragraphs', 'seed_protocol_questions', 'evidence_paragraphs', 'qa_item_questions',
-           'inline_schema_refs', 'ragas_llm', 'ragas_embeddings', 'ragas_scores', 'ragas_summary', 'evaluate',
-           'summarise']
+           'SealedQuestionSet', 'refuse_sealed', 'read_questions', 'load_eval_questions', 'question_qrels',
+           'chunk_qrels', 'context_paragraphs', 'holds_gold', 'run_retrievers', 'retrieval_table', 'hit_curve',
+           'all_found_at_k', 'pubmedqa_retrieval_task', 'demo_eval_questions', 'judge_prompt', 'judge',
+           'squad_normalise', 'token_f1', 'rouge_l', 'distinct_n', 'semantic_similarity', 'parse_yesno',
+           'negation_yesno', 'yesno_scores', 'sample_paragraphs', 'seed_protocol_questions', 'evidence_paragraphs',
+           'qa_item_questions', 'inline_schema_refs', 'ragas_llm', 'ragas_embeddings', 'ragas_scores', 'ragas_summary',
+           'evaluate', 'summarise']
 
 # %% ../nbs/03b_evaluate.ipynb #9813066d
 def _metric_dedupe(ranked: Sequence) -> list:
@@ -102,6 +102,22 @@ def refuse_sealed(path, rows,          # the file's parsed lines (dicts; anythin
     if n is not None:
         raise SealedQuestionSet(f'{path} is a sealed question set (line {n} has "split": "sealed"): only the final '
                                 'comparison reads it; choose settings on dev questions')
+
+# %% ../nbs/03b_evaluate.ipynb #69246067
+def read_questions(path) -> list[dict]:
+    "Lines of a JSONL question file as [{'id', 'question'}] or [{'id', 'error'}] for a line that cannot be used (batch goes on)."
+    out, recs = [], []
+    for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
+        if not line.strip(): continue
+        try:
+            rec = json.loads(line)
+            recs.append(rec)
+            q = rec.get('question', rec.get('query')) if isinstance(rec, dict) else None
+            if not isinstance(q, str) or not q.strip(): raise ValueError('no non-empty "question" (or "query") string')
+            out.append({'id': str(rec.get('id', f'line {n}')), 'question': q})
+        except ValueError as e: out.append({'id': f'line {n}', 'error': f'{path}, line {n}: {e}'})
+    refuse_sealed(path, recs)
+    return out
 
 # %% ../nbs/03b_evaluate.ipynb #f7724914
 from pathlib import Path

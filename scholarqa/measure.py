@@ -22,8 +22,8 @@ __all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'BUSY_CORES', 'MIN_WINDOW_S', 'TI
            'ENV_SETTINGS', 'NATIVE_INFO', 'CI_BELOW', 'file_hash', 'tree_hash', 'notebook_hash', 'package_versions',
            'set_seeds', 'project_root', 'git_state', 'portable_path', 'OtherLoad', 'thread_settings', 'resident_mb',
            'cpu_model', 'machine_state', 'query_threads', 'quiet_openmp', 'time_calls', 'hold_cores',
-           'portable_numerics_env', 'numeric_dispatch', 'MissingComponent', 'RunRecord', 'note_native',
-           'compare_outputs', 'bootstrap_ci', 'ci_text']
+           'portable_numerics_env', 'kernel_settings', 'numeric_dispatch', 'MissingComponent', 'RunRecord',
+           'note_native', 'compare_outputs', 'bootstrap_ci', 'ci_text']
 
 # %% ../nbs/00h_measure.ipynb #8a3073f6
 def file_hash(path, nbytes: int = 16) -> str:
@@ -240,6 +240,11 @@ def portable_numerics_env(environ=None) -> dict:
     "The variables that pin every numeric library to its AVX2 kernels, for a child process (a value the caller set wins)."
     environ = os.environ if environ is None else environ
     return {k: environ.get(k, v) if k in KEPT_IF_SET else v for k, v in PORTABLE_NUMERICS.items()}
+
+def kernel_settings(environ=None) -> str:
+    "This process's kernel variables as one string: part of any cache key of computed floats (pinned and free differ)."
+    environ = os.environ if environ is None else environ
+    return ' '.join(f'{k}={environ.get(k, "")}' for k in PORTABLE_NUMERICS)
 
 # %% ../nbs/00h_measure.ipynb #dd0b688a
 def numeric_dispatch() -> dict:

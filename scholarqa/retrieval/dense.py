@@ -16,7 +16,7 @@ import secrets
 import sys
 from fastcore.basics import patch
 import time
-from ..measure import QUERY_THREADS, query_threads
+from ..measure import QUERY_THREADS, kernel_settings, query_threads
 from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled, split_sentences, user_cache_dir, TokenCounter, quiet_model_loading, trainer_progress
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
@@ -227,7 +227,7 @@ def _encode_shared(self: Encoder, texts: list[str]) -> np.ndarray:
     root = os.environ.get(ENCODE_CACHE_ENV)
     if not root or len(texts) < SHARED_MIN: return self._encode_batches(texts)
     threads = str(sys.modules['torch'].get_num_threads()) if 'torch' in sys.modules else os.environ.get('OMP_NUM_THREADS') or str(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count())
-    key = blake2b_hex('\x00'.join([self.cache_id, str(self.batch_size), threads, *texts]), 16)   # the thread count can move a vector's last bits
+    key = blake2b_hex('\x00'.join([self.cache_id, str(self.batch_size), threads, kernel_settings(), *texts]), 16)   # both move bits
     f = Path(root) / f'{key}.npy'
     try: return np.load(f)
     except (OSError, ValueError): pass                                   # not there yet (or torn by a crash): encode
