@@ -345,7 +345,8 @@ class RunRecord:
                              **({'tolerances': {c: {'abs': float(t), 'why': w} for c, (t, w) in tolerance.items()}} if tolerance else {})}
         return out / f'{name}.csv'
 
-    def figure(self, fig, name: str, dpi: int = 120, timing: bool = False) -> Path:
+    def figure(self, fig, name: str, dpi: int = 120, timing: bool = False,
+               not_exact: str | None = None) -> Path:   # why its pixels may move (a plot of tolerated columns)
         "Save a matplotlib figure as `<name>.png` (fixed dpi, no timestamp metadata); `timing=True` if it plots timings."
         import io
         out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
@@ -353,7 +354,7 @@ class RunRecord:
         fig.savefig(buf, format='png', dpi=dpi, bbox_inches='tight', metadata={'Software': None})
         atomic_write_bytes(out / f'{name}.png', buf.getvalue())
         self.outputs.append(f'{name}.png')
-        self.tables[f'{name}.png'] = {'figure': True, 'timing': bool(timing)}
+        self.tables[f'{name}.png'] = {'figure': True, 'timing': bool(timing), **({'not_exact': not_exact} if not_exact else {})}
         return out / f'{name}.png'
 
 # %% ../nbs/00h_measure.ipynb #67f967b2
@@ -394,7 +395,7 @@ def _timing_columns(folder: Path) -> dict:
     out = {}
     for rec in Path(folder).glob('run_record_*.json'):
         for name, meta in json.loads(rec.read_text()).get('tables', {}).items():
-            if meta.get('figure'): out[name] = meta.get('timing', False)
+            if meta.get('figure'): out[name] = bool(meta.get('timing', False) or meta.get('not_exact'))
             else: out[f'{name}.csv'] = set(meta.get('timing_columns', ()))
     return out
 
