@@ -17,7 +17,11 @@ this project runs on; each run record says what every library chose (machine.num
 
 Threads: a CI-size run (written or checked) gives each notebook one thread (OMP_NUM_THREADS, MKL_NUM_THREADS and
 OPENBLAS_NUM_THREADS, unless already set), so that its tables do not depend on the machine's cores; a full-size check with
---jobs N gives each cores/N; a full run uses every core."""
+--jobs N gives each cores/N; a full run uses every core.
+
+Hash seed: every run (any size) gives its kernel PYTHONHASHSEED=0 unless the caller set one, and the run record keeps it. With
+Python's default (a random seed per process), the same CI-size notebook on one machine wrote different tables: 05b's
+extractive RAPTOR tree had 312 or 313 nodes under seeds 1 and 2 from identical vectors (05a_raptor says more)."""
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -61,6 +65,9 @@ share_env = {k: os.environ.get(k, str(max(1, _threads))) for k in ('OMP_NUM_THRE
 from scholarqa.measure import portable_numerics_env
 kernel_env = portable_numerics_env() if args.params == 'ci' else {}
 
+# Python's string hashing: a fixed seed, so that no iteration order of a set of strings moves a table between runs
+hash_env = {'PYTHONHASHSEED': os.environ.get('PYTHONHASHSEED', '0')}
+
 def run_one(nb: Path):
     "Run one notebook; returns (notebook, log lines to print, failed?, stale?). Nothing is printed here, so parallel logs do not interleave."
     params = root / 'params' / f'{nb.stem}.{args.params}.yaml'
@@ -74,7 +81,7 @@ def run_one(nb: Path):
     (scratch / 'tmp').mkdir()
     fresh, kept = scratch / 'out', False
     if args.check: cmd += ['-p', 'out_dir', str(fresh)]
-    env = {**os.environ, **share_env, **kernel_env, 'SCHOLARQA_NOTEBOOK': str(nb), 'TMPDIR': str(scratch / 'tmp')}
+    env = {**os.environ, **share_env, **kernel_env, **hash_env, 'SCHOLARQA_NOTEBOOK': str(nb), 'TMPDIR': str(scratch / 'tmp')}
     try:
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         log = [f'{nb.name} [{args.params}]: {"ok" if r.returncode == 0 else "FAILED"} in {time.time() - t0:.0f}s']
