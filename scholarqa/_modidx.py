@@ -67,6 +67,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'scholarqa.compare.as_evidence': ('evaluate.html#as_evidence', 'scholarqa/compare.py'),
                                    'scholarqa.compare.context_curve': ('evaluate.html#context_curve', 'scholarqa/compare.py'),
                                    'scholarqa.compare.context_tokens': ('evaluate.html#context_tokens', 'scholarqa/compare.py'),
+                                   'scholarqa.compare.corpus_questions': ('evaluate.html#corpus_questions', 'scholarqa/compare.py'),
                                    'scholarqa.compare.count_tokens': ('evaluate.html#count_tokens', 'scholarqa/compare.py'),
                                    'scholarqa.compare.covers': ('evaluate.html#covers', 'scholarqa/compare.py'),
                                    'scholarqa.compare.demo_questions': ('evaluate.html#demo_questions', 'scholarqa/compare.py'),

@@ -17,8 +17,8 @@ from .protocol import ask
 # %% auto #0
 __all__ = ['MEASURES', 'DEMO_UNANSWERABLE', 'parse_question', 'read_question_file', 'covers', 'as_evidence', 'gold_ranks',
            'count_tokens', 'context_tokens', 'token_budget', 'context_curve', 'score_answer', 'evaluate_methods',
-           'measures_in', 'summarise_methods', 'paired_difference', 'summary_table', 'demo_questions', 'open_methods',
-           'readme_results']
+           'measures_in', 'summarise_methods', 'paired_difference', 'summary_table', 'demo_questions',
+           'corpus_questions', 'open_methods', 'readme_results']
 
 # %% ../nbs/09_evaluate.ipynb #5cadd27b
 def _gold_label(g) -> str:
@@ -254,6 +254,57 @@ def demo_questions(papers) -> list[dict]:
             'gold': [f"Paper-{pid[g['key']]}-Section-{g['section_path']}-Paragraph-{g['paragraph_index']}" for g in q['gold']]}
            for q in demo_eval_questions()]
     return out + [{'id': f'demo-u{i:02d}', 'question': q, 'split': 'dev', 'answerable': False} for i, q in enumerate(DEMO_UNANSWERABLE, 1)]
+
+# %% ../nbs/09_evaluate.ipynb #801d2ed4
+def corpus_questions(
+    name: str,                      # 'demo', 'unarxive', 'qasper' or 'pubmedqa'
+    ds,                             # its loaded Dataset (00f `load_dataset`): papers and QA items
+    files=(),                       # unarxive: hand-written question files (a line keeps its split)
+    unseen_files=(),                # unarxive: files written after the methods (all 'unseen')
+    split='own',                    # 'own' (the line's; QASPER 'all'), 'paper', or {corpus: either}
+    pubmedqa_train: bool = False,   # PubMedQA: its train part joins dev (else only dev and test)
+    answerable_only: bool = False,  # drop the lines marked answerable: false (the demo's two)
+    cap: int | None = None,         # at most this many per split: a seeded sample
+    seed: int = 0,
+) -> list[dict]:
+    "A corpus's questions as question-file lines, each with its `split`: every experiment's loader."
+    import random
+    from scholarqa.datasets import pubmedqa_split
+    from scholarqa.evaluate import qa_item_questions
+    from scholarqa.generate.refuse import split_of
+    from scholarqa.retrieval.ltr import gold_paper
+    how = split.get(name, 'own') if isinstance(split, dict) else split
+    if how not in ('own', 'paper'): raise ValueError(f"split is 'own' or 'paper', not {how!r}")
+    side = lambda paper, own: split_of(paper, seed) if how == 'paper' else own
+    if name == 'demo':
+        own = demo_questions(ds.papers)
+        qs = [{**q, 'split': side(gold_paper(q['gold'][0]), q['split'])} if q.get('gold') else q
+              for q in own]
+    elif name == 'unarxive':
+        qs = []
+        for f in [*files, *unseen_files]:
+            got, bad = read_question_file(f)
+            if bad: raise ValueError(f'{f}: {len(bad)} bad lines, the first: {bad[0]["error"]}')
+            tag = {'file': Path(f).stem, **({'split': 'unseen'} if f in unseen_files else {})}
+            qs += [{**q, **tag} for q in got]
+    elif name == 'qasper':
+        qs = [{'id': r['id'], 'question': r['question'], 'gold': sorted(r['gold']),
+               'answers': r['answers'], 'kind': 'single', 'split': side(r['paper_id'], 'all')}
+              for r in qa_item_questions(ds, 'qasper', need_gold=True)]
+    elif name == 'pubmedqa':
+        part = {q.id: pubmedqa_split(q, seed) for q in ds.questions}
+        asked = ('train', 'dev', 'test') if pubmedqa_train else ('dev', 'test')
+        qs = [{'id': r['id'], 'question': r['question'], 'gold': [r['paper_id']],
+               'answers': r['answers'], 'kind': 'single',
+               'split': 'heldout' if part[r['id']] == 'test' else 'dev'}
+              for r in qa_item_questions(ds, 'pubmedqa', need_gold=False) if part[r['id']] in asked]
+    else: raise ValueError(f'no questions for corpus {name!r} (demo, unarxive, qasper or pubmedqa)')
+    if answerable_only: qs = [q for q in qs if q.get('answerable', True)]
+    if not cap: return qs
+    by = {}
+    for q in qs: by.setdefault(q['split'], []).append(q)
+    pick = lambda s: random.Random(seed).sample(by[s], cap) if len(by[s]) > cap else by[s]
+    return [q for s in sorted(by) for q in pick(s)]
 
 # %% ../nbs/09_evaluate.ipynb #44331fe1
 def open_methods(store,                         # the index every method opens over
