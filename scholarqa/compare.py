@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from .doc import LABEL_RE, atomic_write_text, blake2b_hex, parse_label
 from .measure import bootstrap_ci
-from .evaluate import refuse_sealed, token_f1
+from .evaluate import refuse_sealed, token_f1, value_scores
 from .generate.answer import Answer, EvidenceItem, evidence_text, hit_evidence   # evidence_text: 03a, shared with 03e
 from .protocol import ask
 
@@ -145,8 +145,6 @@ def context_curve(methods: dict,          # {name: method}
     return pd.DataFrame(rows)
 
 # %% ../nbs/09_evaluate.ipynb #c1a03f44
-def _norm(v) -> str: return ' '.join(str(v).lower().split())
-
 def score_answer(q: dict, ans: Answer, k: int) -> dict:
     "The measures a question supports for one answer, plus status, context size and citation counts."
     row = {'status': ans.status, 'answered': float(ans.status == 'ok'), 'evidence': len(ans.evidence),
@@ -160,7 +158,7 @@ def score_answer(q: dict, ans: Answer, k: int) -> dict:
                     'all_gold': float(all(r is not None for r in ranks))})
     if q.get('answers'): row['token_f1'] = max(token_f1(ans.text, r) for r in q['answers'])
     if 'answerable' in q: row['refusal_ok'] = float((ans.status != 'ok') == (not q['answerable']))
-    if 'values' in q: row['exact_set'] = float({_norm(v) for v in ans.values} == {_norm(v) for v in q['values']})
+    if 'values' in q: row['exact_set'] = value_scores(ans.values, q['values'])['accuracy']   # 03b
     return row
 
 # %% ../nbs/09_evaluate.ipynb #731a4ef9

@@ -23,7 +23,7 @@ __all__ = ['BENCH_METRICS', 'DEMO_QUESTIONS', 'JUDGE_CRITERIA', 'JUDGE_SCHEMA', 
            'SealedQuestionSet', 'refuse_sealed', 'read_questions', 'load_eval_questions', 'question_qrels',
            'chunk_qrels', 'context_paragraphs', 'holds_gold', 'run_retrievers', 'retrieval_table', 'hit_curve',
            'all_found_at_k', 'pubmedqa_retrieval_task', 'demo_eval_questions', 'judge_prompt', 'judge',
-           'squad_normalise', 'token_f1', 'rouge_l', 'distinct_n', 'semantic_similarity', 'parse_yesno',
+           'squad_normalise', 'token_f1', 'rouge_l', 'distinct_n', 'semantic_similarity', 'value_scores', 'parse_yesno',
            'negation_yesno', 'yesno_scores', 'sample_paragraphs', 'seed_protocol_questions', 'evidence_paragraphs',
            'qa_item_questions', 'inline_schema_refs', 'ragas_llm', 'ragas_embeddings', 'ragas_scores', 'ragas_summary',
            'evaluate', 'summarise']
@@ -342,6 +342,19 @@ def semantic_similarity(prediction, reference, encoder=None) -> float | np.ndarr
     v = encode_texts(p + r, enc)
     sims = (v[:len(p)] * v[len(p):]).sum(1)          # (n_pairs,)
     return float(sims[0]) if single else sims
+
+# %% ../nbs/03b_evaluate.ipynb #fed19fc0
+def value_scores(predicted: Sequence,  # the values an answer gives, in its order
+                 gold: Sequence,       # the gold values (empty: the answer is that there is none)
+                 ) -> dict:
+    "Exact set match (`accuracy`), entity F1 and Hit@1 of an answer's values, compared folded."
+    from scholarqa.kg.academic import fold
+    p, g = [fold(x) for x in predicted], {fold(x) for x in gold}
+    ps, tp = set(p), len(set(p) & g)
+    prec = tp / len(ps) if ps else float(not g)
+    rec = tp / len(g) if g else float(not ps)
+    return {'accuracy': float(ps == g), 'f1': 2 * prec * rec / (prec + rec) if prec + rec else 0.0,
+            'hit1': float(bool(p) and p[0] in g) if g else float(not p)}
 
 # %% ../nbs/03b_evaluate.ipynb #9265acb9
 _ANS_YN = re.compile(r'\b(yes|no|maybe)\b')

@@ -16,13 +16,14 @@ from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold
 import numpy as np
 from ..generate.answer import Answer, Evidence, EvidenceItem
 from ..protocol import ask
+from ..evaluate import value_scores
 from .agentic import INTENTS, QUERY_TYPES, encode_query, find_venues, link_author, plan_record
 from ..kg.plans import PlanGraph, node_value, run_plan
 from ..kg.compose import plan_query_type, slot_type
 
 # %% auto #0
-__all__ = ['PHRASINGS', 'gold_values', 'score_answer', 'question_starts', 'make_questions', 'loosen_title', 'loose_questions',
-           'load_paraphrases', 'evaluate_agent', 'verbalise_facts', 'FactRAG']
+__all__ = ['PHRASINGS', 'gold_values', 'question_starts', 'make_questions', 'loosen_title', 'loose_questions', 'load_paraphrases',
+           'evaluate_agent', 'verbalise_facts', 'FactRAG']
 
 # %% ../../nbs/08a_agentic_questions.ipynb #ace15295
 PHRASINGS = {   # question templates for evaluation (not the planner's prototypes); a title is written in quotes
@@ -79,15 +80,6 @@ def gold_values(sg: ScholarlyGraph, intent: str, start: dict) -> list[str]:
         return sorted({P[q]['title'] for x in firsts for q in papers_of(x)} - {P[p]['title']})
     if intent == 'venue_coauthors': return sorted({A[x]['name'] for q in papers_of(a) if v in venues_of(q) for x in authors_of(q)} - {A[a]['name']})
     raise ValueError(f'unknown intent {intent!r}')
-
-def score_answer(predicted: list, gold: list) -> dict:
-    "Accuracy (exact set match after folding), entity-level F1, and Hit@1 (the first value is a gold one)."
-    p, g = [fold(x) for x in predicted], {fold(x) for x in gold}
-    ps, tp = set(p), len(set(p) & g)
-    prec = tp / len(ps) if ps else float(not g)
-    rec = tp / len(g) if g else float(not ps)
-    return {'accuracy': float(ps == g), 'f1': 2 * prec * rec / (prec + rec) if prec + rec else 0.0,
-            'hit1': (float(bool(p) and p[0] in g) if g else float(not p))}
 
 # %% ../../nbs/08a_agentic_questions.ipynb #12c90ad1
 def _eligible(g: AcademicGraph, source: str) -> dict:
@@ -212,7 +204,7 @@ def evaluate_agent(agent, questions: list[dict], progress: bool = False) -> list
         plan = a.plan or {}
         if q.get('expect_status'): s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status == q['expect_status']))
         elif q.get('expect') == 'refuse': s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status != 'ok'))   # any honest non-answer
-        else: s = score_answer(a.values, q['gold'])
+        else: s = value_scores(a.values, q['gold'])                # 03b_evaluate
         s['wrong_ok'] = float(a.status == 'ok' and s['accuracy'] < 1)     # a wrong answer presented as an answer
         rows.append({'id': q['id'], 'source': q.get('source'), 'type': q.get('type') or q.get('expect_status') or q.get('kind'), 'intent': q.get('intent'),
                      'predicted_type': plan.get('query_type'), 'predicted_intent': plan.get('intent'), 'status': a.status,
