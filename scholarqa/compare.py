@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from .doc import LABEL_RE, atomic_write_text, blake2b_hex, parse_label
 from .measure import bootstrap_ci
-from .evaluate import refuse_sealed, token_f1, value_scores
+from .evaluate import question_lines, token_f1, value_scores
 from .generate.answer import Answer, EvidenceItem, evidence_text, hit_evidence   # evidence_text: 03a, shared with 03e
 from .protocol import ask
 
@@ -53,21 +53,11 @@ def parse_question(rec, n: int) -> dict:
     if 'values' in rec: out['values'] = _strings(rec['values'], 'values')
     return out
 
-def _json_lines(path) -> list:
-    "(line number, parsed object or the ValueError) of each non-empty line of a JSONL file."
-    out = []
-    for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
-        if not line.strip(): continue
-        try: out.append((n, json.loads(line)))
-        except ValueError as e: out.append((n, e))
-    return out
-
 def read_question_file(path,
                        require=(),            # fields a line must have (e.g. 'answerable' for refusal sets)
                        sealed: bool = False) -> tuple[list[dict], list[dict]]:   # True only in the final comparison
     "(questions, problems) of a JSONL question file: every usable line normalised, every other one as {'line', 'error'} naming file and line."
-    lines = _json_lines(path)
-    refuse_sealed(path, [r for _, r in lines], sealed)       # 03b: a sealed set is the final comparison's alone
+    lines = question_lines(path, sealed)                      # 03b: a sealed set is the final comparison's alone
     questions, problems = [], []
     for n, rec in lines:
         try:

@@ -263,3 +263,35 @@ def test_a_method_has_one_entry_point():
     kept = [(n, a.attr) for n, p in modules().items() if n in retrievers for a in ast.walk(ast.parse(p.read_text(encoding='utf-8')))
             if isinstance(a, ast.Attribute) and a.attr in ('_last', 'last', 'last_papers') and isinstance(a.ctx, ast.Store)]
     assert not kept, kept
+
+def _functions(pattern: str) -> dict:
+    "{(module, function name): its AST} of every top-level function of the package whose name matches `pattern`."
+    return {(n, f.name): f for n, p in modules().items() for f in ast.parse(p.read_text(encoding='utf-8')).body
+            if isinstance(f, ast.FunctionDef) and re.fullmatch(pattern, f.name)}
+
+def _opens_a_file(f: ast.FunctionDef) -> bool:
+    calls = [c.func for c in ast.walk(f) if isinstance(c, ast.Call)]
+    return any(isinstance(c, ast.Attribute) and c.attr in ('read_text', 'read_bytes', 'open') or
+               isinstance(c, ast.Name) and c.id in ('open', 'read_text', 'iter_jsonl') for c in calls)
+
+def _calls(f: ast.FunctionDef, name: str) -> bool:
+    return any(isinstance(c, ast.Call) and getattr(c.func, 'id', getattr(c.func, 'attr', None)) == name for c in ast.walk(f))
+
+def test_one_reader_opens_question_files():
+    """`question_lines` (03b) opens every question file and asks the sealed rule; the readers that interpret lines (the
+    command line's, the retrieval files', the harness's) and the corpora's loader reach files only through it."""
+    readers = _functions(r'question_lines|read_questions|load_eval_questions|read_question_file|corpus_questions')
+    assert {f for _, f in readers} == {'question_lines', 'read_questions', 'load_eval_questions', 'read_question_file',
+                                       'corpus_questions'}, sorted(readers)
+    opens = {key for key, f in readers.items() if _opens_a_file(f)}
+    assert opens == {('evaluate', 'question_lines')}, opens
+    assert _calls(readers[('evaluate', 'question_lines')], 'refuse_sealed')
+    for key, f in readers.items():
+        if key[1] in ('read_questions', 'load_eval_questions', 'read_question_file'): assert _calls(f, 'question_lines'), key
+    assert _calls(readers[('compare', 'corpus_questions')], 'read_question_file')
+
+def test_one_score_answer():
+    "One scorer of an answer against its question line (09_evaluate), and one of answers that are sets of values (03b)."
+    assert set(_functions('score_answer')) == {('compare', 'score_answer')}
+    assert set(_functions('value_scores')) == {('evaluate', 'value_scores')}
+    assert _calls(_functions('score_answer')[('compare', 'score_answer')], 'value_scores')
