@@ -307,7 +307,7 @@ class Planner:
                  intents: dict | None = None, temperature: float = 0.05,
                  compose: str = 'first'):          # composed plans (08e): 'first', 'fallback' (when no intent fits) or 'off'
         if encoder is None:                       # exported once per machine (02d): an agent's process never loads PyTorch
-            from scholarqa.retrieval.dense import cached_query_encoder
+            from scholarqa.retrieval.query_encoder import cached_query_encoder
             encoder = cached_query_encoder()
         if compose not in ('first', 'fallback', 'off'): raise ValueError(f"compose is 'first', 'fallback' or 'off', not {compose!r}")
         self.encoder, self.intents, self.temperature, self.compose = encoder, intents or INTENTS, temperature, compose

@@ -19,8 +19,8 @@ from .chunk import chunk_corpus
 from .bm25 import BM25Index
 from .fusion import HybridRetriever
 from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever, VectorIndex, ann_recall, chunk_int_id,
-                                       default_embedding_model, model_identity, OnnxQueryEncoder,
-                                       export_query_encoder, onnx_available, cached_query_encoder_dir)
+                                       default_embedding_model, model_identity, onnx_available)
+from .query_encoder import OnnxQueryEncoder, cached_query_encoder_dir, export_query_encoder
 from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
