@@ -893,6 +893,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'scholarqa.measure.RunRecord.missing': ('measure.html#runrecord.missing', 'scholarqa/measure.py'),
                                    'scholarqa.measure.RunRecord.skip': ('measure.html#runrecord.skip', 'scholarqa/measure.py'),
                                    'scholarqa.measure.RunRecord.table': ('measure.html#runrecord.table', 'scholarqa/measure.py'),
+                                   'scholarqa.measure._loose_rows': ('measure.html#_loose_rows', 'scholarqa/measure.py'),
                                    'scholarqa.measure._own_cpu_seconds': ('measure.html#_own_cpu_seconds', 'scholarqa/measure.py'),
                                    'scholarqa.measure._portable': ('measure.html#_portable', 'scholarqa/measure.py'),
                                    'scholarqa.measure._proc_busy_seconds': ('measure.html#_proc_busy_seconds', 'scholarqa/measure.py'),

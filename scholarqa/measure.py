@@ -330,19 +330,25 @@ class RunRecord:
         self.skip(component, f'not available: {error}')
 
     def table(self, df, name: str, floatfmt: str = '.3f', index: bool = False, timing=(),
-              tolerance: dict | None = None) -> Path:   # {column: (absolute tolerance, why)}: what the CPU moves
+              tolerance: dict | None = None,    # {column: (absolute tolerance, why)}: what the CPU moves
+              loose_rows: tuple | None = None   # (column, values, why): rows a re-run may move, compared by presence
+              ) -> Path:
         "Write `df` as `<name>.csv` and `<name>.md`; `timing` names the columns that are timings (compared loosely on re-runs)."
         tolerance = {str(c): t for c, t in (tolerance or {}).items()}
         unknown = (set(timing) | set(tolerance)) - set(map(str, df.columns))
         if unknown: raise ValueError(f'table {name}: timing or tolerance columns {sorted(unknown)} are not columns of the table')
         bad = [c for c, t in tolerance.items() if not (isinstance(t, tuple) and len(t) == 2 and t[1] and float(t[0]) >= 0)]
         if bad: raise ValueError(f'table {name}: a tolerance is (absolute tolerance >= 0, why), with a reason: {bad}')
+        if loose_rows is not None and not (len(loose_rows) == 3 and loose_rows[0] in df.columns and loose_rows[2]):
+            raise ValueError(f'table {name}: loose_rows is (a column of the table, its values, why), with a reason')
         out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / f'{name}.csv', df.to_csv(index=index))
         atomic_write_text(out / f'{name}.md', df.to_markdown(index=index, floatfmt=floatfmt) + '\n')
         self.outputs += [f'{name}.csv', f'{name}.md']
         self.tables[name] = {'rows': int(len(df)), 'columns': [str(c) for c in df.columns], 'timing_columns': sorted(timing),
-                             **({'tolerances': {c: {'abs': float(t), 'why': w} for c, (t, w) in tolerance.items()}} if tolerance else {})}
+                             **({'tolerances': {c: {'abs': float(t), 'why': w} for c, (t, w) in tolerance.items()}} if tolerance else {}),
+                             **({'loose_rows': {'column': str(loose_rows[0]), 'values': sorted(map(str, loose_rows[1])),
+                                                'why': loose_rows[2]}} if loose_rows else {})}
         return out / f'{name}.csv'
 
     def figure(self, fig, name: str, dpi: int = 120, timing: bool = False,
@@ -405,6 +411,12 @@ def _tolerances(folder: Path) -> dict:
             for rec in Path(folder).glob('run_record_*.json')
             for name, meta in json.loads(rec.read_text()).get('tables', {}).items() if meta.get('tolerances')}
 
+def _loose_rows(folder: Path) -> dict:
+    "table file name -> (column, its values) of the rows a run record says a re-run may move."
+    return {f'{name}.csv': (meta['loose_rows']['column'], set(meta['loose_rows']['values']))
+            for rec in Path(folder).glob('run_record_*.json')
+            for name, meta in json.loads(rec.read_text()).get('tables', {}).items() if meta.get('loose_rows')}
+
 def _same_cell(a: str, b: str, rel: float, tol: float = 0.0) -> bool:
     if a == b: return True
     try: x, y = float(a), float(b)
@@ -420,7 +432,7 @@ def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) ->
     "Differences between the committed outputs of the run records a fresh run wrote and that run's (CSV cells, figures, files)."
     import csv
     committed, fresh = Path(committed), Path(fresh)
-    timing, tols = _timing_columns(fresh), _tolerances(fresh)
+    timing, tols, moving = _timing_columns(fresh), _tolerances(fresh), _loose_rows(fresh)
     recs, new = _written(fresh)
     old = {f for name in recs if (committed / name).exists() for f in json.loads((committed / name).read_text()).get('outputs', [])}
     diffs = [f'{n}: committed but no longer written by the run' for n in sorted(old - new)]
@@ -437,8 +449,10 @@ def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) ->
             diffs.append(f'{n}: columns differ: committed {old[0] if old else []}, now {new[0] if new else []}'); continue
         cols, loose = old[0], timing.get(n, set())
         if len(old) != len(new): diffs.append(f'{n}: {len(old) - 1} rows committed, {len(new) - 1} now')
-        shown = 0
+        shown, (lc, lv) = 0, moving.get(n, (None, set()))
+        li = cols.index(lc) if lc in cols else None
         for i, (ro, rn) in enumerate(zip(old[1:], new[1:]), 1):
+            if li is not None and ro[li] in lv and rn[li] in lv: continue   # a row its record says a re-run may move
             for c, a, b in zip(cols, ro, rn):
                 if c in loose or _same_cell(a, b, rel, tols.get(n, {}).get(c, 0.0)): continue
                 if shown < max_cells: diffs.append(f'{n}: row {i} ({cols[0]}={ro[0]}), column {c!r}: committed {a!r}, now {b!r}')
