@@ -13,9 +13,11 @@ __all__ = ['BACKEND_CHOICES', 'SUBCOMMANDS', 'MissingExtra', 'need', 'LazyChoice
 
 # %% ../nbs/10_cli.ipynb #29f94d8c
 def _wait_flag(p) -> None:
-    "The flag of every subcommand that writes a folder: refuse a busy folder instead of waiting for it (00_doc `writer_lock`)."
+    """The flag of every subcommand that writes a folder: refuse a busy folder instead of waiting
+    for it (00_doc `writer_lock`)."""
     p.add_argument('--no-wait', action='store_true',
-                   help='if another process is writing the output folder, exit at once with status 3 instead of waiting')
+                   help='if another process is writing the output folder, exit at once with status '
+                        '3 instead of waiting')
 
 class MissingExtra(RuntimeError):
     "An optional dependency of a subcommand is not installed."
@@ -24,11 +26,14 @@ def need(module: str,      # module of ours to import, e.g. 'scholarqa.kg.rdf'
          extra: str,       # the pip extra that provides its dependencies, e.g. 'kg'
          command: str,     # the subcommand asking, for the message
         ):
-    "Import `module`, or raise `MissingExtra` naming the extra when a third-party package it needs is missing."
+    """Import `module`, or raise `MissingExtra` naming the extra when a third-party package it
+    needs is missing."""
     try: return importlib.import_module(module)
     except ModuleNotFoundError as e:
-        if e.name and (e.name == 'scholarqa' or e.name.startswith('scholarqa.')): raise   # our own bug, not a missing extra
-        raise MissingExtra(f"scholarqa {command}: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[{extra}]'") from e
+        # our own bug, not a missing extra
+        if e.name and (e.name == 'scholarqa' or e.name.startswith('scholarqa.')): raise
+        raise MissingExtra(f"scholarqa {command}: needs the optional package {e.name!r}; install "
+                           f"it with: pip install 'scholarqa[{extra}]'") from e
 
 # %% ../nbs/10_cli.ipynb #37c32f7b
 class LazyChoices:
@@ -44,7 +49,8 @@ class LazyChoices:
     def __repr__(self): return ', '.join(self.names)
 
 def load_methods() -> dict:
-    "Import every method module (each registers itself: 03d_method); {module: missing package} for those that cannot be imported."
+    """Import every method module (each registers itself: 03d_method); {module: missing package}
+    for those that cannot be imported."""
     try: from scholarqa.protocol import load_methods as load
     except ModuleNotFoundError: return {}
     return load()
@@ -52,7 +58,8 @@ def load_methods() -> dict:
 def _method_choices():
     try: from scholarqa.protocol import method_names
     except ModuleNotFoundError: return ['retrieve']
-    return method_names()           # read from the method modules' source: listing them imports none (03d_method)
+    # read from the method modules' source: listing them imports none (03d_method)
+    return method_names()
 
 def _format_choices():
     from scholarqa.readers.base import load_readers
@@ -68,15 +75,20 @@ def _retriever_choices():
 def _add_ingest(sub) -> None:
     from scholarqa.doc import SPLITTERS, MAX_FILE_BYTES, TIME_LIMIT
     p = sub.add_parser('ingest', help='parse papers into a corpus folder (incremental)',
-                       description='Parse papers of any supported format into OUT (manifest + JSONL shards); re-runs only touch what changed.')
+                       description='Parse papers of any supported format into OUT (manifest + '
+                                   'JSONL shards); re-runs only touch what changed.')
     p.add_argument('paths', nargs='+', help='files or folders to ingest')
     p.add_argument('--out', required=True, help='output corpus folder')
-    p.add_argument('--format', default='auto', metavar='FORMAT', choices=LazyChoices(_format_choices),
+    p.add_argument('--format', default='auto', metavar='FORMAT',
+                   choices=LazyChoices(_format_choices),
                    help='reader to use (default: auto, detected per file): %(choices)s')
-    p.add_argument('--splitter', default=None, choices=sorted(SPLITTERS), help='sentence splitter (default: the measured best)')
-    p.add_argument('--max-bytes', type=int, default=MAX_FILE_BYTES, help='refuse files larger than this')
+    p.add_argument('--splitter', default=None, choices=sorted(SPLITTERS),
+                   help='sentence splitter (default: the measured best)')
+    p.add_argument('--max-bytes', type=int, default=MAX_FILE_BYTES,
+                   help='refuse files larger than this')
     p.add_argument('--time-limit', type=float, default=TIME_LIMIT, metavar='SECONDS',
-                   help='give up on a file whose reading takes longer than this (default %(default)g; 0: no limit)')
+                   help='give up on a file whose reading takes longer than this (default '
+                        '%(default)g; 0: no limit)')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
     _wait_flag(p)
     p.set_defaults(func=_ingest_cmd)
@@ -85,16 +97,21 @@ def _ingest_cmd(args) -> int:
     from scholarqa.ingest import ingest, READERS
     from scholarqa.doc import IngestError
     if args.format != 'auto' and args.format not in READERS:
-        print(f'scholarqa ingest: unknown format {args.format!r}; known: auto, {", ".join(READERS)}', file=sys.stderr); return 2
+        print(f'scholarqa ingest: unknown format {args.format!r}; known: auto, '
+              f'{", ".join(READERS)}', file=sys.stderr)
+        return 2
     try: rep = ingest(args.paths, args.out, fmt=args.format, splitter=args.splitter, progress=True,
                       max_bytes=args.max_bytes, time_limit=args.time_limit or None)
     except IngestError as e: print(f'scholarqa ingest: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rep.to_json(), ensure_ascii=False))
     else:
-        print(f"{rep.papers} papers in {args.out} from {rep.added + rep.changed + rep.unchanged} files: {rep.added} added, "
-              f"{rep.changed} changed, {rep.unchanged} unchanged, {rep.removed} removed, {len(rep.failed)} failed ({rep.seconds:.1f}s)")
+        print(f"{rep.papers} papers in {args.out} from {rep.added + rep.changed + rep.unchanged} "
+              f"files: {rep.added} added, "
+              f"{rep.changed} changed, {rep.unchanged} unchanged, {rep.removed} removed, "
+              f"{len(rep.failed)} failed ({rep.seconds:.1f}s)")
         for m in rep.merged:
-            print(f"  merged: {' and '.join(Path(f).name for f in m['files'])} are the same paper (same id); "
+            print(f"  merged: {' and '.join(Path(f).name for f in m['files'])} are the same paper "
+                  "(same id); "
                   f"kept {Path(m['kept']).name}, the first in path order")
         for f in rep.failed: print(f"  FAILED {f['path']}: {f['error']}")
     return 1 if rep.failed else 0
@@ -102,20 +119,28 @@ def _ingest_cmd(args) -> int:
 # %% ../nbs/10_cli.ipynb #75f6e5c8
 def _add_kg(sub) -> None:
     p = sub.add_parser('kg', help='build and query the RDF knowledge graph of a corpus',
-                       description='Build the RDF dataset (one named graph per paper) of an ingested corpus, or query it with SPARQL.')
+                       description='Build the RDF dataset (one named graph per paper) of an '
+                                   'ingested corpus, or query it with SPARQL.')
     ks = p.add_subparsers(dest='kg_command', metavar='KG_COMMAND')
     b = ks.add_parser('build', help='build/update the dataset of a corpus folder (incremental)')
     b.add_argument('corpus', help='corpus folder written by `scholarqa ingest`')
-    b.add_argument('--out', help='dataset file to write (.trig or .nq); read first if it exists, so re-runs are incremental')
-    b.add_argument('--store', default='memory', help="where the graph lives: 'memory' (default; with --out), 'oxigraph:DIR' "
-                   "(a folder), or 'sparql:URL' (a SPARQL 1.1 server: its address, or QUERY_URL,UPDATE_URL[,STORE_URL])")
+    b.add_argument('--out',
+                   help='dataset file to write (.trig or .nq); read first if it exists, so re-runs '
+                        'are incremental')
+    b.add_argument('--store', default='memory',
+                   help="where the graph lives: 'memory' (default; with --out), 'oxigraph:DIR' "
+                   "(a folder), or 'sparql:URL' (a SPARQL 1.1 server: its address, or "
+                   "QUERY_URL,UPDATE_URL[,STORE_URL])")
     b.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
     _wait_flag(b)
     b.set_defaults(func=_kg_build_cmd)
     q = ks.add_parser('query', help='run a SPARQL query on a dataset file or store')
-    q.add_argument('target', help="a .trig/.nq file or a store: 'oxigraph:DIR' or 'sparql:URL' (a SPARQL 1.1 server)")
+    q.add_argument('target',
+                   help="a .trig/.nq file or a store: 'oxigraph:DIR' or 'sparql:URL' (a SPARQL 1.1 "
+                        "server)")
     q.add_argument('sparql', help='the SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE)')
-    q.add_argument('--json', action='store_true', help='print JSON (rows as objects) instead of text')
+    q.add_argument('--json', action='store_true',
+                   help='print JSON (rows as objects) instead of text')
     q.set_defaults(func=_kg_query_cmd)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -123,25 +148,35 @@ def _kg_build_cmd(args) -> int:
     kg = need('scholarqa.kg.rdf', 'kg', 'kg build')
     from scholarqa.ingest import load_manifest, MANIFEST
     if args.store == 'memory' and not args.out:
-        print('scholarqa kg build: give --out FILE.trig (or a persistent --store oxigraph:DIR or sparql:URL)', file=sys.stderr); return 2
+        print('scholarqa kg build: give --out FILE.trig (or a persistent --store oxigraph:DIR or '
+              'sparql:URL)', file=sys.stderr)
+        return 2
     import contextlib
     from scholarqa.doc import writer_lock
-    target = args.out or (args.store.split(':', 1)[1] if args.store.startswith('oxigraph:') else None)   # what this run writes
+    # what this run writes
+    target = (args.out
+              or (args.store.split(':', 1)[1] if args.store.startswith('oxigraph:') else None))
     try:
         load_manifest(args.corpus)
-        if not (Path(args.corpus) / MANIFEST).exists(): raise FileNotFoundError(f'{args.corpus} has no {MANIFEST}: run `scholarqa ingest` first')
-        with writer_lock(target) if target else contextlib.nullcontext():   # read-update-write as one writer
+        if not (Path(args.corpus) / MANIFEST).exists():
+            raise FileNotFoundError(f'{args.corpus} has no {MANIFEST}: run `scholarqa ingest` '
+                                    'first')
+        # read-update-write as one writer
+        with writer_lock(target) if target else contextlib.nullcontext():
             ds = kg.open_store(args.store)
-            if args.out and Path(args.out).exists() and args.store == 'memory': kg.load_into(ds, args.out)
+            if args.out and Path(args.out).exists() and args.store == 'memory':
+                kg.load_into(ds, args.out)
             t0 = time.time()
             rep = kg.sync_with_manifest(ds, args.corpus)
             if args.out: kg.save_dataset(ds, args.out)
-            rep.update(papers=len(kg.paper_graphs(ds)), triples=kg.quad_count(ds), seconds=round(time.time() - t0, 3))
+            rep.update(papers=len(kg.paper_graphs(ds)), triples=kg.quad_count(ds),
+                       seconds=round(time.time() - t0, 3))
             if kg.is_oxigraph(ds): ds.close()
     except (OSError, ValueError) as e:
         print(f'scholarqa kg build: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rep))
-    else: print(f"{rep['papers']} papers, {rep['triples']} triples: {rep['added']} added, {rep['rebuilt']} rebuilt, "
+    else: print(f"{rep['papers']} papers, {rep['triples']} triples: {rep['added']} added, "
+                f"{rep['rebuilt']} rebuilt, "
                 f"{rep['removed']} removed, {rep['unchanged']} unchanged ({rep['seconds']:.1f}s)")
     return 0
 
@@ -149,21 +184,27 @@ def _kg_query_cmd(args) -> int:
     kg = need('scholarqa.kg.rdf', 'kg', 'kg query')
     try:
         t = args.target
-        if t.startswith(('memory', 'oxigraph', 'sparql')) and not Path(t).exists(): ds = kg.open_store(t)
+        if (t.startswith(('memory', 'oxigraph', 'sparql'))
+            and not Path(t).exists()): ds = kg.open_store(t)
         elif not Path(t).exists(): raise FileNotFoundError(f'no such file or store: {t}')
         else: ds = kg.load_kg(t)
         res = ds.query(args.sparql)
     except Exception as e:   # a parse error of the user's query, an unreadable file…
         print(f'scholarqa kg query: {type(e).__name__}: {e}', file=sys.stderr); return 2
     if res.type == 'ASK':
-        print(json.dumps({'boolean': bool(res.askAnswer)}) if args.json else str(bool(res.askAnswer)).lower())
+        print(json.dumps({'boolean': bool(res.askAnswer)}) if args.json
+              else str(bool(res.askAnswer)).lower())
     elif res.type == 'SELECT':
         names = [str(v) for v in res.vars]
-        rows = [{n: (None if row[i] is None else str(row[i])) for i, n in enumerate(names)} for row in res]
+        rows = [{n: (None if row[i] is None else str(row[i])) for i, n in enumerate(names)}
+                for row in res]
         if args.json: print(json.dumps(rows, ensure_ascii=False))
         else:
             print('\t'.join(names))
-            for r in rows: print('\t'.join('' if r[n] is None else r[n].replace('\t', ' ').replace('\n', ' ') for n in names))
+            for r in rows:
+                print('\t'
+                      .join('' if r[n] is None else r[n].replace('\t', ' ').replace('\n', ' ')
+                            for n in names))
     else:
         from rdflib import Graph
         g = kg.bind_prefixes(Graph())
@@ -175,20 +216,31 @@ def _kg_query_cmd(args) -> int:
 # %% ../nbs/10_cli.ipynb #b516abcb
 def _add_index(sub) -> None:
     p = sub.add_parser('index', help='index an ingested corpus (BM25 + dense vectors; incremental)',
-                       description='Chunk and embed the papers of CORPUS_DIR (a folder written by `scholarqa ingest`) into INDEX_DIR.')
-    p.add_argument('corpus', metavar='CORPUS_DIR', help='corpus folder written by `scholarqa ingest`')
-    p.add_argument('--out', required=True, metavar='INDEX_DIR', help='index folder (created, or updated when it exists)')
-    p.add_argument('--chunker', default='paragraph', choices=['paragraph', 'fixed', 'recursive', 'semantic'])
-    p.add_argument('--model', default=None, help='sentence-embedding model name or path (default: the bundled MiniLM)')
-    p.add_argument('--no-context-header', action='store_true', help="index the bare chunk text, without the 'Title > Section:' header")
-    p.add_argument('--index', dest='index_kind', default=None, choices=['flat', 'ivf', 'hnsw', 'ivfpq'],
-                   help='vector index (02d_dense): exact flat, IVF, HNSW, or IVF-PQ with its lists on disk (memory-mapped); '
+                       description='Chunk and embed the papers of CORPUS_DIR (a folder written by '
+                                   '`scholarqa ingest`) into INDEX_DIR.')
+    p.add_argument('corpus', metavar='CORPUS_DIR',
+                   help='corpus folder written by `scholarqa ingest`')
+    p.add_argument('--out', required=True, metavar='INDEX_DIR',
+                   help='index folder (created, or updated when it exists)')
+    p.add_argument('--chunker', default='paragraph',
+                   choices=['paragraph', 'fixed', 'recursive', 'semantic'])
+    p.add_argument('--model', default=None,
+                   help='sentence-embedding model name or path (default: the bundled MiniLM)')
+    p.add_argument('--no-context-header', action='store_true',
+                   help="index the bare chunk text, without the 'Title > Section:' header")
+    p.add_argument('--index', dest='index_kind', default=None,
+                   choices=['flat', 'ivf', 'hnsw', 'ivfpq'],
+                   help='vector index (02d_dense): exact flat, IVF, HNSW, or IVF-PQ with its lists '
+                        'on disk (memory-mapped); '
                         'default: the kind INDEX_DIR already has, else flat')
     p.add_argument('--engine', default='local', choices=['local', 'ray'],
-                   help='where new papers are chunked and encoded: this process, or a Ray cluster (02l_ray)')
-    p.add_argument('--address', default=None, metavar='ADDR', help="with --engine ray: a running cluster ('auto', 'ray://HOST:10001'); "
+                   help='where new papers are chunked and encoded: this process, or a Ray cluster '
+                        '(02l_ray)')
+    p.add_argument('--address', default=None, metavar='ADDR',
+                   help="with --engine ray: a running cluster ('auto', 'ray://HOST:10001'); "
                    'default: start a local one on this machine')
-    p.add_argument('--actors', type=int, default=None, metavar='N', help='with --engine ray: encoder actors, a CPU each (default: every local core)')
+    p.add_argument('--actors', type=int, default=None, metavar='N',
+                   help='with --engine ray: encoder actors, a CPU each (default: every local core)')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of a summary')
     _wait_flag(p)
     p.set_defaults(func=_index_cmd)
@@ -198,7 +250,9 @@ def _load_corpus_arg(cmd: str, corpus_dir):
     from scholarqa.ingest import Corpus, MANIFEST
     from scholarqa.doc import IngestError
     if not (Path(corpus_dir) / MANIFEST).exists():
-        return None, f'scholarqa {cmd}: {corpus_dir} is not an ingested corpus (no {MANIFEST}); run `scholarqa ingest PAPERS --out {corpus_dir}` first'
+        return (None,
+                f'scholarqa {cmd}: {corpus_dir} is not an ingested corpus (no {MANIFEST}); run '
+                f'`scholarqa ingest PAPERS --out {corpus_dir}` first')
     try: return list(Corpus.load(corpus_dir)), ''
     except IngestError as e: return None, f'scholarqa {cmd}: {e}'
 
@@ -206,41 +260,59 @@ def _index_cmd(args) -> int:
     store_mod = need('scholarqa.retrieval.store', 'index,embed', 'index')
     corpus, err = _load_corpus_arg('index', args.corpus)
     if corpus is None: print(err, file=sys.stderr); return 2
-    if args.engine == 'local' and (args.address or args.actors): print('scholarqa index: --address and --actors need --engine ray', file=sys.stderr); return 2
+    if args.engine == 'local' and (args.address or args.actors):
+        print('scholarqa index: --address and --actors need --engine ray', file=sys.stderr)
+        return 2
     engine = None
     if args.engine == 'ray':
         dist = need('scholarqa.retrieval.distributed', 'index,embed,ray', 'index --engine ray')
-        need('ray', 'ray', 'index --engine ray')        # a missing Ray said before the corpus is chunked and the model loaded
-        try: engine = dist.RayEngine(address=args.address, actors=args.actors or (1 if args.address else os.cpu_count() or 1))
+        # a missing Ray said before the corpus is chunked and the model loaded
+        need('ray', 'ray', 'index --engine ray')
+        try: engine = dist.RayEngine(address=args.address, actors=args.actors
+                                     or (1 if args.address else os.cpu_count() or 1))
         except ValueError as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
     t0 = time.perf_counter()
     try: store = store_mod.build_index(corpus, args.out, chunker=args.chunker, model=args.model,
-                                       chunker_opts={} if args.no_context_header else None, progress=True, engine=engine,
+                                       chunker_opts={} if args.no_context_header else None,
+                                       progress=True, engine=engine,
                                        index_kind=args.index_kind)
-    except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}', file=sys.stderr); return 2
+    except (ValueError, RuntimeError) as e: print(f'scholarqa index: {e}',
+                                                  file=sys.stderr); return 2
     except ModuleNotFoundError as e:
         if e.name != 'ray': raise
-        raise MissingExtra("scholarqa index --engine ray: needs the optional package 'ray'; install it with: pip install 'scholarqa[ray]'") from e
-    store.record_corpus_dir(args.corpus)   # methods that need whole papers (04–08) reload them from there
+        raise MissingExtra("scholarqa index --engine ray: needs the optional package 'ray'; "
+                           "install it with: pip install 'scholarqa[ray]'") from e
+    # methods that need whole papers (04–08) reload them from there
+    store.record_corpus_dir(args.corpus)
     u = getattr(store, 'last_update', {})
-    rep = {'index': str(args.out), 'papers': store.meta['counts']['papers'], 'chunks': len(store), **u,
-           'encoded': u.get('encoded', 0), 'cached': u.get('cached', 0), 'seconds': round(time.perf_counter() - t0, 2)}
+    rep = {'index': str(args.out), 'papers': store.meta['counts']['papers'], 'chunks': len(store),
+           **u,
+           'encoded': u.get('encoded', 0), 'cached': u.get('cached', 0),
+           'seconds': round(time.perf_counter() - t0, 2)}
     if args.json: print(json.dumps(rep))
-    else: print(f"{rep['papers']} papers in {args.out} ({rep.get('added_papers', 0)} added, {rep.get('removed_papers', 0)} removed, "
-                f"{rep.get('unchanged_papers', 0)} unchanged); {rep['chunks']} chunks, {rep.get('added_chunks', 0)} of them new: "
-                f"{rep['encoded']} encoded, {rep['cached']} from the embedding cache ({rep['seconds']} s)")
+    else: print(f"{rep['papers']} papers in {args.out} ({rep.get('added_papers', 0)} added, "
+                f"{rep.get('removed_papers', 0)} removed, "
+                f"{rep.get('unchanged_papers', 0)} unchanged); {rep['chunks']} chunks, "
+                f"{rep.get('added_chunks', 0)} of them new: "
+                f"{rep['encoded']} encoded, {rep['cached']} from the embedding cache "
+                f"({rep['seconds']} s)")
     return 0
 
 def _add_search(sub) -> None:
-    s = sub.add_parser('search', help='search an index', description='Print the top-k chunks of INDEX_DIR for QUERY.')
+    s = sub.add_parser('search', help='search an index',
+                       description='Print the top-k chunks of INDEX_DIR for QUERY.')
     s.add_argument('index', metavar='INDEX_DIR')
     s.add_argument('query', metavar='QUERY', nargs='?', help='the query (or --questions)')
     s.add_argument('--questions', metavar='FILE.jsonl', default=None,
-                   help='answer every line {"id", "question"} of FILE (start-up paid once); prints one JSON object per line')
+                   help='answer every line {"id", "question"} of FILE (start-up paid once); prints '
+                        'one JSON object per line')
     s.add_argument('-k', type=int, default=10, help='number of hits (default 10)')
-    s.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices), metavar='NAME',
-                   help='a registered retriever: %(choices)s (default hybrid: min-max score fusion of BM25 and dense)')
-    s.add_argument('--model', default=None, metavar='MODEL', help='the trained model folder of a --retriever that reads one '
+    s.add_argument('--retriever', default='hybrid', choices=LazyChoices(_retriever_choices),
+                   metavar='NAME',
+                   help='a registered retriever: %(choices)s (default hybrid: min-max score fusion '
+                        'of BM25 and dense)')
+    s.add_argument('--model', default=None, metavar='MODEL',
+                   help='the trained model folder of a --retriever that reads one '
                    '(one that `scholarqa train` wrote); default: the one inside INDEX_DIR')
     _add_rerank_flags(s)
     s.add_argument('--json', action='store_true', help='print the hits as a JSON list')
@@ -249,23 +321,34 @@ def _add_search(sub) -> None:
 def _add_rerank_flags(p) -> None:
     "--rerank [MODEL] and --rerank-depth N, shared by search and ask."
     p.add_argument('--rerank', nargs='?', const='default', default=None, metavar='MODEL',
-                   help='reorder the first stage\'s top --rerank-depth with a second stage: a learned ranker folder written by '
-                        '`scholarqa rerank learn`, a cross-encoder folder written by `scholarqa rerank train`, or any '
-                        'cross-encoder hub name; without MODEL the default folder, else the model shipped for the first stage. A stage whose record shows no positive '
+                   help='reorder the first stage\'s top --rerank-depth with a second stage: a '
+                        'learned ranker folder written by '
+                        '`scholarqa rerank learn`, a cross-encoder folder written by `scholarqa '
+                        'rerank train`, or any '
+                        'cross-encoder hub name; without MODEL the default folder, else the model '
+                        'shipped for the first stage. A stage whose record shows no positive '
                         'dev gain over its first stage is refused unless --force')
     p.add_argument('--rerank-depth', type=int, default=None, metavar='N',
-                   help='first-stage hits the second stage reads (default: the N a learned ranker was fit with, 30 for a cross-encoder)')
-    p.add_argument('--force', action='store_true', help='use the --rerank stage even when its record shows no positive dev gain')
+                   help='first-stage hits the second stage reads (default: the N a learned ranker '
+                        'was fit with, 30 for a cross-encoder)')
+    p.add_argument('--force', action='store_true',
+                   help='use the --rerank stage even when its record shows no positive dev gain')
 
 def _load_reranker(args, cmd: str, first_stage: str | None = None):
-    "(second stage or None, error message or None) for --rerank: refused, with its dev gain, unless that gain is positive or --force."
+    """(second stage or None, error message or None) for --rerank: refused, with its dev gain,
+    unless that gain is positive or --force."""
     if args.rerank is None:
-        return (None, f'scholarqa {cmd}: --force applies to --rerank, and no --rerank was given') if args.force else (None, None)
-    if args.rerank_depth is not None and args.rerank_depth < 1: return None, f'scholarqa {cmd}: --rerank-depth must be at least 1'
+        return ((None, f'scholarqa {cmd}: --force applies to --rerank, and no --rerank was given')
+                if args.force else (None, None))
+    if args.rerank_depth is not None and args.rerank_depth < 1:
+        return None, f'scholarqa {cmd}: --rerank-depth must be at least 1'
     ltr = need('scholarqa.retrieval.ltr', 'index,embed,train', cmd)
     try: stage = ltr.second_stage_for(args.rerank, force=args.force, first_stage=first_stage)
     except (FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
-    if args.rerank_depth is None: args.rerank_depth = int(stage.record.get('n', 30)) if getattr(stage, 'kind', '') == 'ltr' else 30   # a learned ranker reads the N it was fit on
+    # a learned ranker reads the N it was fit on
+    if args.rerank_depth is None:
+        args.rerank_depth = (int(stage.record.get('n', 30)) if getattr(stage, 'kind', '') == 'ltr'
+                             else 30)
     return stage, None
 
 def _hit_json(store, h) -> dict:
@@ -275,7 +358,8 @@ def _hit_json(store, h) -> dict:
     return {**hit_to_json(h), 'title': info.get('title', ''), 'year': info.get('year')}
 
 def snippet(text: str, query: str, width: int = 220) -> str:
-    "About `width` characters of `text` around the first place where the query's words (3+ letters) occur."
+    """About `width` characters of `text` around the first place where the query's words (3+
+    letters) occur."""
     text = ' '.join(text.split())
     words = [w for w in re.findall(r'[a-z0-9]{3,}', query.lower())]
     hits = [m.start() for w in words for m in [re.search(r'\b' + re.escape(w), text.lower())] if m]
@@ -289,19 +373,23 @@ def print_hits(store, hits, query: str, file=None) -> None:
         j = _hit_json(store, h)
         year = f" ({j['year']})" if j.get('year') else ''
         trail = ' > '.join(j['section']['titles']) or f"section {j['section']['path']}"
-        print(f"{r:>3}. {j['title'] or j['paper_id']}{year}   score {h.score:.3f}\n     § {trail}\n     {snippet(h.chunk.text, query)}"
+        print(f"{r:>3}. {j['title'] or j['paper_id']}{year}   score {h.score:.3f}\n     § "
+              f"{trail}\n     {snippet(h.chunk.text, query)}"
               f"\n     [{h.chunk.label or h.chunk.id}]", file=file or sys.stdout)
 
 def _one_or_batch(args, cmd: str):
     "(questions, error): exactly one of QUERY / --questions."
     text = args.query if cmd == 'search' else args.question
-    if (text is None) == (args.questions is None): return None, f'scholarqa {cmd}: give a question or --questions FILE (not both)'
+    if (text is None) == (args.questions is None):
+        return None, f'scholarqa {cmd}: give a question or --questions FILE (not both)'
     if args.questions is None:
         if not text.strip(): return None, f'scholarqa {cmd}: the question is empty'
         return [{'id': '1', 'question': text}], None
     from scholarqa.evaluate import read_questions       # the batch reader and its sealed rule (03b)
     try: return read_questions(args.questions), None
-    except (OSError, UnicodeDecodeError) as e: return None, f'scholarqa {cmd}: cannot read {args.questions}: {e}'
+    except (OSError, UnicodeDecodeError) as e: return (None,
+                                                       f'scholarqa {cmd}: cannot read '
+                                                       f'{args.questions}: {e}')
     except ValueError as e: return None, f'scholarqa {cmd}: {e}'
 
 def _search_cmd(args) -> int:
@@ -310,15 +398,21 @@ def _search_cmd(args) -> int:
     if err: print(err, file=sys.stderr); return 2
     if args.k < 1: print('scholarqa search: -k must be at least 1', file=sys.stderr); return 2
     try: store = store_mod.IndexStore.load(args.index)
-    except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2
-    try: ret = store.retriever(args.retriever, **({} if args.model is None else {'model': args.model}))
-    except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}', file=sys.stderr); return 2   # e.g. a model it needs is absent
-    reranker, err = _load_reranker(args, 'search', 'retrieve' if args.retriever == 'hybrid' else None)
+    except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}',
+                                                       file=sys.stderr); return 2
+    try: ret = store.retriever(args.retriever,
+                               **({} if args.model is None else {'model': args.model}))
+    # e.g. a model it needs is absent
+    except (FileNotFoundError, ValueError) as e: print(f'scholarqa search: {e}',
+                                                       file=sys.stderr); return 2
+    reranker, err = _load_reranker(args, 'search',
+                                   'retrieve' if args.retriever == 'hybrid' else None)
     if err: print(err, file=sys.stderr); return 2
     if reranker is not None:
         from scholarqa.retrieval.rerank import RerankedRetriever
-        if hasattr(reranker, 'bind'):                            # a learned ranker reads its features from this index
-            ret = reranker.bind(store).share_first_stage(ret)    # behind the hybrid, one retrieval serves both stages
+        if hasattr(reranker, 'bind'):  # a learned ranker reads its features from this index
+            # behind the hybrid, one retrieval serves both stages
+            ret = reranker.bind(store).share_first_stage(ret)
         ret = RerankedRetriever(ret, reranker, args.rerank_depth)
     if args.questions is None:
         hits = ret.retrieve(args.query, args.k)
@@ -329,18 +423,28 @@ def _search_cmd(args) -> int:
     for q in qs:
         if 'error' in q: bad += 1; print(json.dumps(q, ensure_ascii=False)); continue
         hits = ret.retrieve(q['question'], args.k)
-        print(json.dumps({**q, 'hits': [_hit_json(store, h) for h in hits]}, ensure_ascii=False), flush=True)
-    if bad: print(f'scholarqa search: {bad} of {len(qs)} lines could not be read (see their "error")', file=sys.stderr)
+        print(json.dumps({**q, 'hits': [_hit_json(store, h) for h in hits]}, ensure_ascii=False),
+              flush=True)
+    if bad:
+        print(f'scholarqa search: {bad} of {len(qs)} lines could not be read (see their "error")',
+              file=sys.stderr)
     return 1 if bad else 0
 
 def _add_adapt(sub) -> None:
-    a = sub.add_parser('adapt', help='fine-tune the sentence encoder on a corpus (inverse cloze task)',
-                       description='Fine-tune a sentence encoder on the paragraphs of CORPUS_DIR (a sentence must find its paragraph) '
-                                   'and save it to MODEL_DIR, for `scholarqa index --model MODEL_DIR`.')
-    a.add_argument('corpus', metavar='CORPUS_DIR', help='corpus folder written by `scholarqa ingest`')
-    a.add_argument('--out', required=True, metavar='MODEL_DIR', help='folder for the fine-tuned model (replaced atomically)')
-    a.add_argument('--model', default=None, help='base model name or path (default: the bundled MiniLM)')
-    a.add_argument('--examples', type=int, default=2000, help='training examples, one per sampled paragraph (default 2000)')
+    a = sub.add_parser('adapt',
+                       help='fine-tune the sentence encoder on a corpus (inverse cloze task)',
+                       description='Fine-tune a sentence encoder on the paragraphs of CORPUS_DIR '
+                                   '(a sentence must find its paragraph) '
+                                   'and save it to MODEL_DIR, for `scholarqa index --model '
+                                   'MODEL_DIR`.')
+    a.add_argument('corpus', metavar='CORPUS_DIR',
+                   help='corpus folder written by `scholarqa ingest`')
+    a.add_argument('--out', required=True, metavar='MODEL_DIR',
+                   help='folder for the fine-tuned model (replaced atomically)')
+    a.add_argument('--model', default=None,
+                   help='base model name or path (default: the bundled MiniLM)')
+    a.add_argument('--examples', type=int, default=2000,
+                   help='training examples, one per sampled paragraph (default 2000)')
     a.add_argument('--epochs', type=int, default=1)
     a.add_argument('--seed', type=int, default=0)
     a.add_argument('--json', action='store_true', help='print the training record as JSON')
@@ -350,16 +454,22 @@ def _add_adapt(sub) -> None:
 def _adapt_cmd(args) -> int:
     adapt = need('scholarqa.retrieval.adapt', 'embed', 'adapt')
     from scholarqa.retrieval.chunk import default_tokenizer
-    if args.examples < 1 or args.epochs < 1: print('scholarqa adapt: --examples and --epochs must be at least 1', file=sys.stderr); return 2
+    if args.examples < 1 or args.epochs < 1:
+        print('scholarqa adapt: --examples and --epochs must be at least 1', file=sys.stderr)
+        return 2
     papers, err = _load_corpus_arg('adapt', args.corpus)
     if papers is None: print(err, file=sys.stderr); return 2
     try:
-        ex = adapt.ict_examples(papers, default_tokenizer(args.model), n=args.examples, seed=args.seed)
-        rec = adapt.fine_tune_ict(ex, args.out, model=args.model, epochs=args.epochs, seed=args.seed, progress=True)
+        ex = adapt.ict_examples(papers, default_tokenizer(args.model), n=args.examples,
+                                seed=args.seed)
+        rec = adapt.fine_tune_ict(ex, args.out, model=args.model, epochs=args.epochs,
+                                  seed=args.seed, progress=True)
     except (ValueError, OSError) as e: print(f'scholarqa adapt: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps({k: v for k, v in rec.items() if k != 'losses'}))
-    else: print(f"{rec['examples']} examples from {len(papers)} papers, {rec['steps']} steps in {rec['seconds']}s: loss "
-                f"{rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in {args.out} (index with --model {args.out})")
+    else: print(f"{rec['examples']} examples from {len(papers)} papers, {rec['steps']} steps in "
+                f"{rec['seconds']}s: loss "
+                f"{rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in "
+                f"{args.out} (index with --model {args.out})")
     return 0
 
 # %% ../nbs/10_cli.ipynb #23f1e378
@@ -367,58 +477,85 @@ BACKEND_CHOICES = ('llama_cpp', 'extractive', 'transformers', 'openai')
 
 def _add_backend_flags(p) -> None:
     "--backend, --model, --base-url: what writes the answers (ask and eval)."
-    p.add_argument('--backend', '--generator', dest='backend', default='extractive', choices=BACKEND_CHOICES,
-                   help='what writes the answer: extractive (default: the best-supported sentences of the passages, cited; no LLM), '
-                        'llama_cpp (the bundled SmolLM2-135M, or --model FILE.gguf), openai (any OpenAI-compatible server, '
-                        '--base-url), transformers (--model NAME). --generator is the older name of this option')
-    p.add_argument('--model', default=None, help='model: .gguf path (llama_cpp), HF name/path (transformers), model name (openai), '
+    p.add_argument('--backend', '--generator', dest='backend', default='extractive',
+                   choices=BACKEND_CHOICES,
+                   help='what writes the answer: extractive (default: the best-supported sentences '
+                        'of the passages, cited; no LLM), '
+                        'llama_cpp (the bundled SmolLM2-135M, or --model FILE.gguf), openai (any '
+                        'OpenAI-compatible server, '
+                        '--base-url), transformers (--model NAME). --generator is the older name '
+                        'of this option')
+    p.add_argument('--model', default=None,
+                   help='model: .gguf path (llama_cpp), HF name/path (transformers), model name '
+                        '(openai), '
                                                  'sentence encoder (extractive)')
-    p.add_argument('--base-url', default=None, help='OpenAI-compatible server URL (default: $OPENAI_BASE_URL)')
+    p.add_argument('--base-url', default=None,
+                   help='OpenAI-compatible server URL (default: $OPENAI_BASE_URL)')
 
 def _add_method_flags(p, several: bool = False) -> None:
     "--method, --retriever, -o KEY=VALUE, --mode, --max-tokens and the rerank stage (ask and eval)."
-    p.add_argument('--method', default=[] if several else None, action='append' if several else 'store',
+    p.add_argument('--method', default=[] if several else None,
+                   action='append' if several else 'store',
                    choices=LazyChoices(_method_choices), metavar='NAME',
-                   help='a registered method: %(choices)s' + (' (repeat to compare several)' if several else
-                        ' (default: the method the folder is made for, by its marker file, else the --retriever top-k '
+                   help='a registered method: %(choices)s'
+                   + (' (repeat to compare several)' if several else
+                        ' (default: the method the folder is made for, by its marker file, else '
+                        'the --retriever top-k '
                         'answered by the backend)'))
-    p.add_argument('--retriever', default=None, choices=LazyChoices(_retriever_choices), metavar='NAME',
-                   help='the retriever of the plain retrieval method: %(choices)s (default hybrid: min-max fusion of BM25 and dense)')
+    p.add_argument('--retriever', default=None, choices=LazyChoices(_retriever_choices),
+                   metavar='NAME',
+                   help='the retriever of the plain retrieval method: %(choices)s (default hybrid: '
+                        'min-max fusion of BM25 and dense)')
     p.add_argument('-o', '--option', action='append', default=[], metavar='KEY=VALUE',
-                   help="an option of the method, repeatable (each method's lesson lists its options)"
+                   help="an option of the method, repeatable (each method's lesson lists its "
+                        "options)"
                         + ("; METHOD:KEY=VALUE gives it to one method only" if several else '')
-                        + '; VALUE is read as JSON when it parses (numbers, true/false), else as text')
+                        + '; VALUE is read as JSON when it parses (numbers, true/false), else as '
+                          'text')
     _add_rerank_flags(p)
     p.add_argument('--mode', default=None, choices=['direct', 'summarise_then_answer'],
-                   help="the generator's mode, for the methods that answer with it (default direct)")
-    p.add_argument('--max-tokens', type=int, default=None, help='answer length limit in tokens, for the methods that generate')
+                   help="the generator's mode, for the methods that answer with it (default "
+                        "direct)")
+    p.add_argument('--max-tokens', type=int, default=None,
+                   help='answer length limit in tokens, for the methods that generate')
 
 def _add_ask(sub) -> None:
-    p = sub.add_parser('ask', help='answer a question from an index or a graph with any registered method',
-                       description='Choose the evidence of FOLDER for QUESTION with a method and answer from it, citing it.')
-    p.add_argument('index', metavar='FOLDER', help='what the method reads: an index (`scholarqa index`), a graph folder '
-                                                   '(`scholarqa graph build`) or a model folder (`scholarqa train`)')
+    p = sub.add_parser('ask',
+                       help='answer a question from an index or a graph with any registered method',
+                       description='Choose the evidence of FOLDER for QUESTION with a method and '
+                                   'answer from it, citing it.')
+    p.add_argument('index', metavar='FOLDER',
+                   help='what the method reads: an index (`scholarqa index`), a graph folder '
+                                                   '(`scholarqa graph build`) or a model folder '
+                                                   '(`scholarqa train`)')
     p.add_argument('question', metavar='QUESTION', nargs='?', help='the question (or --questions)')
     p.add_argument('--questions', metavar='FILE.jsonl', default=None,
-                   help='answer every line {"id", "question"} of FILE (models loaded once); prints one JSON object per line')
+                   help='answer every line {"id", "question"} of FILE (models loaded once); prints '
+                        'one JSON object per line')
     _add_backend_flags(p)
-    p.add_argument('-k', type=int, default=5, help='pieces of evidence given to the answer step (default 5)')
+    p.add_argument('-k', type=int, default=5,
+                   help='pieces of evidence given to the answer step (default 5)')
     _add_method_flags(p)
     p.add_argument('--json', action='store_true', help='print one JSON object')
     p.add_argument('--strict', action='store_true',
-                   help='exit with status 3 unless the result is an answer (status ok): empty, echoed, repetitive, uncited, '
-                        'insufficient, unanswerable, not found, ambiguous or unplanned results fail')
+                   help='exit with status 3 unless the result is an answer (status ok): empty, '
+                        'echoed, repetitive, uncited, '
+                        'insufficient, unanswerable, not found, ambiguous or unplanned results '
+                        'fail')
     p.add_argument('--min-answerability', type=float, default=None, metavar='P',
-                   help="refuse (status unanswerable) when the passages' answerability is below P, 0-1; default: the threshold "
+                   help="refuse (status unanswerable) when the passages' answerability is below P, "
+                        "0-1; default: the threshold "
                         'chosen on dev questions (03e_refuse); 0 never refuses')
     p.set_defaults(func=_ask_cmd)
 
 def method_options(pairs) -> dict:
-    "`-o KEY=VALUE` pairs as method options: VALUE read as JSON when it parses, else kept as text; a pair without '=' is an error."
+    """`-o KEY=VALUE` pairs as method options: VALUE read as JSON when it parses, else kept as
+    text; a pair without '=' is an error."""
     out = {}
     for p in pairs:
         k, eq, v = p.partition('=')
-        if not eq or not k.strip(): raise ValueError(f'-o {p!r}: write an option as KEY=VALUE (e.g. -o combine=fuse)')
+        if not eq or not k.strip():
+            raise ValueError(f'-o {p!r}: write an option as KEY=VALUE (e.g. -o combine=fuse)')
         try: out[k.strip().replace('-', '_')] = json.loads(v)
         except ValueError: out[k.strip().replace('-', '_')] = v
     return out
@@ -429,10 +566,13 @@ def _backend_kwargs(args, method=None) -> dict:
     if args.backend == 'llama_cpp': return {'model_path': args.model}
     if args.backend == 'openai': return {'base_url': args.base_url, 'model': args.model}
     if args.backend == 'transformers':
-        if not args.model: raise BackendError('transformers backend: --model is required (a Hugging Face name or a local folder)')
+        if not args.model:
+            raise BackendError('transformers backend: --model is required (a Hugging Face name or '
+                               'a local folder)')
         return {'model': args.model}
     if args.model: return {'model': args.model}
-    enc = getattr(method, 'encoder', None)      # extractive: the method's own sentence encoder (an index's PyTorch-free export)
+    # extractive: the method's own sentence encoder (an index's PyTorch-free export)
+    enc = getattr(method, 'encoder', None)
     return {'encoder': enc} if enc is not None else {}
 
 def _method_backend(args, method):
@@ -442,53 +582,69 @@ def _method_backend(args, method):
     return make_backend(args.backend, **_backend_kwargs(args, method))
 
 def _open_cli_method(cmd: str, name: str, folder, options: dict, args):
-    "(method, None) or (None, error message): open a registered method on its folder with the command line's options."
+    """(method, None) or (None, error message): open a registered method on its folder with the
+    command line's options."""
     from scholarqa.protocol import MethodOptionError, load_method, open_method
-    try: load_method(name)          # the one module that registers it (03d_method), not every method's
+    try: load_method(name)  # the one module that registers it (03d_method), not every method's
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith('scholarqa'): raise
         return None, (f"scholarqa {cmd}: --method {name} needs the optional package {e.name!r}; "
                       f"install it with: pip install 'scholarqa[kg,index,embed,generate]'")
     reranker, err = _load_reranker(args, cmd, name if args.retriever in (None, 'hybrid') else None)
     if err: return None, err
-    given = {k: v for k, v in (('retriever', args.retriever), ('mode', args.mode), ('max_tokens', args.max_tokens)) if v is not None}
-    try: return open_method(name, folder, reranker=reranker, rerank_depth=args.rerank_depth, **{**given, **options}), None
-    except (MethodOptionError, FileNotFoundError, ValueError, OSError) as e: return None, f'scholarqa {cmd}: {e}'
+    given = {k: v
+             for k, v in (('retriever', args.retriever), ('mode', args.mode),
+                          ('max_tokens', args.max_tokens)) if v is not None}
+    try: return (open_method(name, folder, reranker=reranker, rerank_depth=args.rerank_depth,
+                             **{**given, **options}), None)
+    except (MethodOptionError, FileNotFoundError, ValueError,
+            OSError) as e: return (None, f'scholarqa {cmd}: {e}')
 
 def _papers_of(folder) -> dict:
-    "{paper id: {'title', 'year'}} of an index folder (empty for other folders): what a hit's JSON adds."
+    """{paper id: {'title', 'year'}} of an index folder (empty for other folders): what a hit's
+    JSON adds."""
     try:
         from scholarqa.retrieval.store import IndexStore
         return IndexStore.load(folder).meta.get('papers', {})
-    except (FileNotFoundError, ValueError, OSError, ModuleNotFoundError): return {}   # not an index: the hits keep their labels
+    # not an index: the hits keep their labels
+    except (FileNotFoundError, ValueError, OSError, ModuleNotFoundError): return {}
 
 def _answer_json(ans, papers: dict, extra: dict) -> dict:
-    "`Answer.to_json()` plus the passages in the shape of `search --json` (title and year from the index's paper list)."
+    """`Answer.to_json()` plus the passages in the shape of `search --json` (title and year from
+    the index's paper list)."""
     from scholarqa.retrieval.base import hit_to_json
     hits = [{**hit_to_json(h), 'title': papers.get(h.chunk.paper_id, {}).get('title', ''),
              'year': papers.get(h.chunk.paper_id, {}).get('year')} for h in ans.hits]
     return {**ans.to_json(), 'hits': hits, **extra}
 
-_BAD_REPLY = ('empty', 'echo', 'repetitive', 'uncited')     # a backend's reply that is not an answer at all
+# a backend's reply that is not an answer at all
+_BAD_REPLY = ('empty', 'echo', 'repetitive', 'uncited')
 
 def _print_answer(res: dict) -> None:
-    "An answer as a reader wants it: the text, its citations and warnings, values and plan when there are any."
-    if res['status'] in _BAD_REPLY:                           # never printed as if it were an answer
+    """An answer as a reader wants it: the text, its citations and warnings, values and plan when
+    there are any."""
+    if res['status'] in _BAD_REPLY:  # never printed as if it were an answer
         print(f"No answer: the {res['backend']} reply is {res['status']} ({res['status_reason']}).")
-        print('  Try --backend extractive (no LLM), a larger GGUF model (--backend llama_cpp --model FILE.gguf) or an '
+        print('  Try --backend extractive (no LLM), a larger GGUF model (--backend llama_cpp '
+              '--model FILE.gguf) or an '
               'OpenAI-compatible server (--backend openai --base-url URL).')
         print(f"  ({res['backend']}: {res['model']})"); return
     print(res['answer'] + '\n')
-    if res['status'] == 'unanswerable' and res.get('answerability'):       # the decision refused: what the index holds instead
+    # the decision refused: what the index holds instead
+    if res['status'] == 'unanswerable' and res.get('answerability'):
         papers = {h['label']: h.get('title') for h in res.get('hits', [])}
         print('  closest, not an answer:')
-        for e in res['evidence']: print(f"    [{e['label']}] {papers.get(e['label']) or ''}".rstrip())
+        for e in res['evidence']:
+            print(f"    [{e['label']}] {papers.get(e['label']) or ''}".rstrip())
     for c in res['citations']:
-        print(f"  [{c['label']}] {c.get('source_id') or c.get('paper_id')}, section {c['section']['path']}, paragraph {c['paragraph']}")
+        print(f"  [{c['label']}] {c.get('source_id') or c.get('paper_id')}, section "
+              f"{c['section']['path']}, paragraph {c['paragraph']}")
     for l in res['invented']: print(f'  warning: cites {l}, which was not retrieved')
-    for u in res['unsupported']: print(f"  warning: weakly supported ({u['score']:.2f}): {u['sentence']}")
+    for u in res['unsupported']:
+        print(f"  warning: weakly supported ({u['score']:.2f}): {u['sentence']}")
     for step in (res.get('plan') or {}).get('steps', []): print(f'  plan: {step}')
-    print(f"  status {res['status']}" + (f" ({res['status_reason']})" if res['status_reason'] else '')
+    print(f"  status {res['status']}"
+          + (f" ({res['status_reason']})" if res['status_reason'] else '')
           + (f"; {res['backend']}: {res['model']}" if res['backend'] else ''))
 
 def _ask_cmd(args) -> int:
@@ -499,21 +655,25 @@ def _ask_cmd(args) -> int:
     if err: print(err, file=sys.stderr); return 2
     if args.k < 1: print('scholarqa ask: -k must be at least 1', file=sys.stderr); return 2
     if args.min_answerability is not None and not 0 <= args.min_answerability <= 1:
-        print('scholarqa ask: --min-answerability must be between 0 and 1', file=sys.stderr); return 2
+        print('scholarqa ask: --min-answerability must be between 0 and 1', file=sys.stderr)
+        return 2
     try: options = method_options(args.option)
     except ValueError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
-    name = args.method or default_method(args.index)     # read from the method modules' markers, none imported
+    # read from the method modules' markers, none imported
+    name = args.method or default_method(args.index)
     method, err = _open_cli_method('ask', name, args.index, options, args)
     if err: print(err, file=sys.stderr); return 2
     try: backend = _method_backend(args, method)
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
-    extra = {'options': {k: v for k, v in {**options, 'retriever': args.retriever}.items() if v is not None}, 'k': args.k,
+    extra = {'options': {k: v for k, v in {**options, 'retriever': args.retriever}.items()
+                         if v is not None}, 'k': args.k,
              'rerank': getattr(getattr(method, 'reranker', None), 'name', None), 'method': name,
              'min_answerability': args.min_answerability}
     papers = {}
     def one(question: str) -> dict:
         ans = ask(method, question, args.k, backend, min_answerability=args.min_answerability)
-        if ans.hits and not papers: papers.update(_papers_of(args.index))     # titles and years, read once, only for passages
+        # titles and years, read once, only for passages
+        if ans.hits and not papers: papers.update(_papers_of(args.index))
         return _answer_json(ans, papers, extra)
 
     if args.questions is not None:
@@ -521,13 +681,19 @@ def _ask_cmd(args) -> int:
         for q in qs:
             if 'error' not in q:
                 try: q = {'id': q['id'], **one(q['question'])}; statuses.append(q['status'])
-                except (BackendError, FileNotFoundError, ValueError) as e: q = {**q, 'error': f'{type(e).__name__}: {e}'}
+                except (BackendError, FileNotFoundError,
+                        ValueError) as e: q = {**q, 'error': f'{type(e).__name__}: {e}'}
             bad += 'error' in q
             print(json.dumps(q, ensure_ascii=False), flush=True)
-        if bad: print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")', file=sys.stderr); return 1
-        return 3 if args.strict and any(s != 'ok' for s in statuses) else 0   # each line carries its answer's status
+        if bad:
+            print(f'scholarqa ask: {bad} of {len(qs)} questions failed (see their "error")',
+                  file=sys.stderr)
+            return 1
+        # each line carries its answer's status
+        return 3 if args.strict and any(s != 'ok' for s in statuses) else 0
     try: res = one(args.question)
-    except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 2
+    except (FileNotFoundError, ValueError) as e: print(f'scholarqa ask: {e}',
+                                                       file=sys.stderr); return 2
     except BackendError as e: print(f'scholarqa ask: {e}', file=sys.stderr); return 1
     if args.json: print(json.dumps(res, ensure_ascii=False))
     else: _print_answer(res)
@@ -535,14 +701,22 @@ def _ask_cmd(args) -> int:
 
 # %% ../nbs/10_cli.ipynb #71b2564c
 def _add_train(sub) -> None:
-    p = sub.add_parser('train', help='train a method that learns (see `scholarqa train --help` for which) and write its model folder',
-                       description='Run the training hook of a registered method on FOLDER; its options come from the method.')
-    p.add_argument('method', metavar='METHOD', choices=LazyChoices(_method_choices), help='a registered method: %(choices)s')
-    p.add_argument('folder', metavar='FOLDER', help="what the method trains on or writes, as its lesson says: an index to train "
+    p = sub.add_parser('train',
+                       help='train a method that learns (see `scholarqa train --help` for which) '
+                            'and write its model folder',
+                       description='Run the training hook of a registered method on FOLDER; its '
+                                   'options come from the method.')
+    p.add_argument('method', metavar='METHOD', choices=LazyChoices(_method_choices),
+                   help='a registered method: %(choices)s')
+    p.add_argument('folder', metavar='FOLDER',
+                   help="what the method trains on or writes, as its lesson says: an index to "
+                        "train "
                                                     "over, or the model folder to write")
     p.add_argument('-o', '--option', action='append', default=[], metavar='KEY=VALUE',
-                   help='an option of the training hook, repeatable; VALUE is read as JSON when it parses, else as text')
-    p.add_argument('--json', action='store_true', help='print the training record as one JSON object')
+                   help='an option of the training hook, repeatable; VALUE is read as JSON when it '
+                        'parses, else as text')
+    p.add_argument('--json', action='store_true',
+                   help='print the training record as one JSON object')
     _wait_flag(p)
     p.set_defaults(func=_train_cmd)
 
@@ -553,30 +727,43 @@ def _train_cmd(args) -> int:
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith('scholarqa'): raise
         print(f"scholarqa train: {args.method} needs the optional package {e.name!r}; "
-              f"install it with: pip install 'scholarqa[graph,index,embed,train]'", file=sys.stderr); return 2
+              f"install it with: pip install 'scholarqa[graph,index,embed,train]'",
+              file=sys.stderr); return 2
     try: rec = train_method(args.method, args.folder, **method_options(args.option))
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith('scholarqa'): raise
-        raise MissingExtra(f"scholarqa train: needs the optional package {e.name!r}; install it with: pip install 'scholarqa[graph,index,embed,train]'") from e
-    except (MethodOptionError, FileNotFoundError, ValueError, OSError) as e: print(f'scholarqa train {args.method}: {e}', file=sys.stderr); return 2
+        raise MissingExtra(f"scholarqa train: needs the optional package {e.name!r}; install it "
+                           "with: pip install 'scholarqa[graph,index,embed,train]'") from e
+    except (MethodOptionError, FileNotFoundError, ValueError,
+            OSError) as e: print(f'scholarqa train {args.method}: {e}', file=sys.stderr); return 2
     if args.json: print(json.dumps(rec, ensure_ascii=False, default=str))
     else: print(f"{args.method}: trained into {rec.get('folder', args.folder)}" +
-                (f" ({rec['seconds']:.1f} s)" if isinstance(rec.get('seconds'), (int, float)) else ''))
+                (f" ({rec['seconds']:.1f} s)" if isinstance(rec.get('seconds'), (int, float))
+                 else ''))
     return 0
 
 # %% ../nbs/10_cli.ipynb #c47a56c4
 def _add_eval(sub) -> None:
-    p = sub.add_parser('eval', help='compare methods on a question file: the same questions, k, backend and context budget',
-                       description='Ask every --method every question of FILE and score the answers by what each line supports.')
-    p.add_argument('--questions', metavar='FILE.jsonl', required=True, help='the question file (09_evaluate: its fields)')
-    p.add_argument('--index', metavar='DIR', default=None, help='the folder every method reads unless --folder names another')
-    p.add_argument('--folder', action='append', default=[], metavar='METHOD=DIR', help="one method's own folder, repeatable")
+    p = sub.add_parser('eval',
+                       help='compare methods on a question file: the same questions, k, backend '
+                            'and context budget',
+                       description='Ask every --method every question of FILE and score the '
+                                   'answers by what each line supports.')
+    p.add_argument('--questions', metavar='FILE.jsonl', required=True,
+                   help='the question file (09_evaluate: its fields)')
+    p.add_argument('--index', metavar='DIR', default=None,
+                   help='the folder every method reads unless --folder names another')
+    p.add_argument('--folder', action='append', default=[], metavar='METHOD=DIR',
+                   help="one method's own folder, repeatable")
     p.add_argument('--split', default=None, help="only the questions of this split (e.g. dev)")
     p.add_argument('-k', type=int, default=5, help='pieces of evidence per question (default 5)')
     p.add_argument('--budget', type=int, default=None, metavar='TOKENS',
-                   help="cut every method's evidence to this many MiniLM tokens before it answers (default: no cut)")
-    p.add_argument('--cache', default=None, metavar='DIR', help='where answers are cached (default $SCHOLARQA_CACHE/eval)')
-    p.add_argument('--no-cache', action='store_true', help='ask everything again, and cache nothing')
+                   help="cut every method's evidence to this many MiniLM tokens before it answers "
+                        "(default: no cut)")
+    p.add_argument('--cache', default=None, metavar='DIR',
+                   help='where answers are cached (default $SCHOLARQA_CACHE/eval)')
+    p.add_argument('--no-cache', action='store_true',
+                   help='ask everything again, and cache nothing')
     _add_backend_flags(p)
     _add_method_flags(p, several=True)
     p.add_argument('--json', action='store_true', help='print the comparison as one JSON object')
@@ -589,7 +776,8 @@ def _scoped_options(pairs: list, names: list) -> dict:
         head, eq, _ = p.partition('=')
         scope, colon, key = head.partition(':')
         if colon and eq:
-            if scope not in out: raise ValueError(f'-o {p!r}: {scope} is not one of the --method values')
+            if scope not in out:
+                raise ValueError(f'-o {p!r}: {scope} is not one of the --method values')
             out[scope].update(method_options([f'{key}={p.partition("=")[2]}']))
         else:
             for n in names: out[n].update(method_options([p]))
@@ -619,99 +807,156 @@ def _eval_cmd(args) -> int:
         if e: print(e, file=sys.stderr); return 2
         try: backends[n] = _method_backend(args, m)
         except BackendError as e: return (print(f'scholarqa eval: {e}', file=sys.stderr), 1)[1]
-        from scholarqa.protocol import folder_signature, method_identity   # what its answers depend on: the cache's key
-        methods[n] = (m, {**method_identity(n, folder, options[n]), 'retriever': args.retriever, 'mode': args.mode,
+        # what its answers depend on: the cache's key
+        from scholarqa.protocol import folder_signature, method_identity
+        methods[n] = (m,
+                      {**method_identity(n, folder, options[n]), 'retriever': args.retriever,
+                       'mode': args.mode,
                           'max_tokens': args.max_tokens, 'rerank': args.rerank,
-                          'rerank_model': folder_signature(args.rerank) if isinstance(args.rerank, str) else None})
+                          'rerank_model': folder_signature(args.rerank)
+                          if isinstance(args.rerank, str) else None})
     from scholarqa.retrieval.dense import default_cache_dir
-    cache = None if args.no_cache else Path(args.cache) if args.cache else default_cache_dir() / 'eval'
+    cache = (None if args.no_cache else Path(args.cache) if args.cache
+             else default_cache_dir() / 'eval')
     budget = compare.token_budget(args.budget) if args.budget else None
-    table = compare.evaluate_methods(methods, questions, k=args.k, budget=budget, backends=backends, cache_dir=cache,
+    table = compare.evaluate_methods(methods, questions, k=args.k, budget=budget, backends=backends,
+                                     cache_dir=cache,
                                      progress=not args.json)
     summary = compare.summarise_methods(table, args.k) if len(table) else {}
-    out = {'questions': len(questions), 'problems': problems, 'k': args.k, 'budget': args.budget, 'split': args.split,
+    out = {'questions': len(questions), 'problems': problems, 'k': args.k, 'budget': args.budget,
+           'split': args.split,
            'backend': args.backend, 'methods': summary}
     if len(names) > 1 and len(table):
         measures = compare.measures_in(table, args.k)
-        out['paired'] = {f'{b} - {names[0]}': {m: compare.paired_difference(table, b, names[0], m) for m in measures
-                                                if m not in ('context_tokens', 'seconds')} for b in names[1:]}
+        out['paired'] = {f'{b} - {names[0]}': {m: compare.paired_difference(table, b, names[0], m)
+                                               for m in measures
+                                                if m not in ('context_tokens', 'seconds')}
+                         for b in names[1:]}
     if args.json: print(json.dumps(out, ensure_ascii=False))
     else:
-        print(f"{len(questions)} questions, k={args.k}" + (f', budget {args.budget} tokens' if args.budget else ''))
-        print(compare.summary_table(summary).to_markdown(index=False) if summary else '(no questions)')
+        print(f"{len(questions)} questions, k={args.k}"
+              + (f', budget {args.budget} tokens' if args.budget else ''))
+        print(compare.summary_table(summary).to_markdown(index=False) if summary
+              else '(no questions)')
     return 1 if problems else 0
 
 # %% ../nbs/10_cli.ipynb #rr000002
 def _add_rerank(sub) -> None:
-    p = sub.add_parser('rerank', help='fit the second stage search/ask --rerank read: a learned ranker or a cross-encoder',
-                       description='Fit a learned ranker on dev questions (02n_ltr; its record carries its dev gain) or train a '
-                                   'cross-encoder reranker (02j_rerank), and write its model folder.')
+    p = sub.add_parser('rerank',
+                       help='fit the second stage search/ask --rerank read: a learned ranker or a '
+                            'cross-encoder',
+                       description='Fit a learned ranker on dev questions (02n_ltr; its record '
+                                   'carries its dev gain) or train a '
+                                   'cross-encoder reranker (02j_rerank), and write its model '
+                                   'folder.')
     rs = p.add_subparsers(dest='rerank_command', metavar='RERANK_COMMAND')
     t = rs.add_parser('train', help='train a reranker from the data folder and/or a corpus')
-    t.add_argument('--corpus', default=None, metavar='CORPUS_DIR', help='ingested corpus whose paragraphs give pseudo-queries')
-    t.add_argument('--data-dir', default=None, help='data folder with PubMedQA / QASPER / NarrativeQA (default: $SCHOLARQA_DATA or ../shared/data)')
-    t.add_argument('--out', default=None, metavar='MODEL_DIR', help='model folder (default: the one --rerank reads without a value)')
-    t.add_argument('--cap', type=int, default=1500, help='most questions per public source (default 1500)')
-    t.add_argument('--pseudo', type=int, default=1500, help='pseudo-queries from the corpus (default 1500)')
+    t.add_argument('--corpus', default=None, metavar='CORPUS_DIR',
+                   help='ingested corpus whose paragraphs give pseudo-queries')
+    t.add_argument('--data-dir', default=None,
+                   help='data folder with PubMedQA / QASPER / NarrativeQA (default: '
+                        '$SCHOLARQA_DATA or ../shared/data)')
+    t.add_argument('--out', default=None, metavar='MODEL_DIR',
+                   help='model folder (default: the one --rerank reads without a value)')
+    t.add_argument('--cap', type=int, default=1500,
+                   help='most questions per public source (default 1500)')
+    t.add_argument('--pseudo', type=int, default=1500,
+                   help='pseudo-queries from the corpus (default 1500)')
     t.add_argument('--epochs', type=int, default=1)
-    t.add_argument('--max-length', type=int, default=None, help="tokens of question + passage (default: 02j's RERANK_MAX_LENGTH)")
-    t.add_argument('--lr', type=float, default=None, help="the transformer layers' learning rate (default: 02j's RERANK_LR)")
+    t.add_argument('--max-length', type=int, default=None,
+                   help="tokens of question + passage (default: 02j's RERANK_MAX_LENGTH)")
+    t.add_argument('--lr', type=float, default=None,
+                   help="the transformer layers' learning rate (default: 02j's RERANK_LR)")
     t.add_argument('--head-lr', type=_rate_or_same, default=None, metavar='RATE|same',
-                   help="the new scoring head's own rate, or `same` for --lr everywhere (default: 02j's RERANK_HEAD_LR)")
+                   help="the new scoring head's own rate, or `same` for --lr everywhere (default: "
+                        "02j's RERANK_HEAD_LR)")
     t.add_argument('--seed', type=int, default=0)
-    t.add_argument('--json', action='store_true', help='print the training record and data card as JSON')
+    t.add_argument('--json', action='store_true',
+                   help='print the training record and data card as JSON')
     _wait_flag(t)
     t.set_defaults(func=_rerank_train_cmd)
-    l = rs.add_parser('learn', help='fit a learned ranker (LightGBM) on dev questions of an index, measuring its dev gain',
-                      description='Fit a learned-to-rank second stage (02n_ltr) on question-file lines with gold passages, asked of '
-                                  'INDEX: its dev gain over the hybrid comes from cross-validation by paper, then one model is fit '
+    l = rs.add_parser('learn',
+                      help='fit a learned ranker (LightGBM) on dev questions of an index, '
+                           'measuring its dev gain',
+                      description='Fit a learned-to-rank second stage (02n_ltr) on question-file '
+                                  'lines with gold passages, asked of '
+                                  'INDEX: its dev gain over the hybrid comes from cross-validation '
+                                  'by paper, then one model is fit '
                                   'on every question and written with that gain in its record.')
     l.add_argument('index', metavar='INDEX', help='an index folder (scholarqa index)')
-    l.add_argument('--questions', required=True, metavar='FILE.jsonl', help='question-file lines with gold (09_evaluate\'s format): dev questions only')
-    l.add_argument('--out', default=None, metavar='MODEL_DIR', help='model folder (default: the one --rerank reads without a value)')
-    l.add_argument('--candidates', type=int, default=50, metavar='N', help='first-stage passages per question (default 50)')
-    l.add_argument('--folds', type=int, default=5, help='cross-validation folds, by paper (default 5)')
+    l.add_argument('--questions', required=True, metavar='FILE.jsonl',
+                   help='question-file lines with gold (09_evaluate\'s format): dev questions only')
+    l.add_argument('--out', default=None, metavar='MODEL_DIR',
+                   help='model folder (default: the one --rerank reads without a value)')
+    l.add_argument('--candidates', type=int, default=50, metavar='N',
+                   help='first-stage passages per question (default 50)')
+    l.add_argument('--folds', type=int, default=5,
+                   help='cross-validation folds, by paper (default 5)')
     l.add_argument('--seed', type=int, default=0)
     l.add_argument('--json', action='store_true', help='print the record as JSON')
     l.set_defaults(func=_rerank_learn_cmd)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 def _rerank_learn_cmd(args) -> int:
-    ltr, store_mod = (need(f'scholarqa.retrieval.{m}', 'index,embed', 'rerank learn') for m in ('ltr', 'store'))
+    ltr, store_mod = (need(f'scholarqa.retrieval.{m}', 'index,embed', 'rerank learn')
+                      for m in ('ltr', 'store'))
     if args.candidates < 1 or args.folds < 2:
-        print('scholarqa rerank learn: --candidates must be at least 1 and --folds at least 2', file=sys.stderr); return 2
+        print('scholarqa rerank learn: --candidates must be at least 1 and --folds at least 2',
+              file=sys.stderr)
+        return 2
     try: store = store_mod.IndexStore.load(args.index)
-    except (FileNotFoundError, ValueError) as e: print(f'scholarqa rerank learn: {e}', file=sys.stderr); return 2
+    except (FileNotFoundError, ValueError) as e: print(f'scholarqa rerank learn: {e}',
+                                                       file=sys.stderr); return 2
     compare = need('scholarqa.compare', 'index,embed', 'rerank learn')
-    try: qs, bad = compare.read_question_file(args.questions)
-    except (OSError, UnicodeDecodeError) as e: print(f'scholarqa rerank learn: cannot read {args.questions}: {e}', file=sys.stderr); return 2
-    except ValueError as e: print(f'scholarqa rerank learn: {e}', file=sys.stderr); return 2
+    try:
+        qs, bad = compare.read_question_file(args.questions)
+    except (OSError, UnicodeDecodeError) as e:
+        print(f'scholarqa rerank learn: cannot read {args.questions}: {e}', file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f'scholarqa rerank learn: {e}', file=sys.stderr)
+        return 2
     for b in bad: print(f"scholarqa rerank learn: skipped {b['error']}", file=sys.stderr)
-    held = [q['id'] for q in qs if q.get('split') not in (None, 'dev', 'train')]   # a held-out question never trains anything
-    if held: print(f"scholarqa rerank learn: skipped {len(held)} questions whose split is not dev (e.g. {held[0]})", file=sys.stderr); qs = [q for q in qs if q['id'] not in held]
-    out = Path(args.out) if args.out else need('scholarqa.retrieval.rerank', 'index,embed', 'rerank learn').default_reranker_dir()
-    try: rec = ltr.learn_ranker(store, qs, out, n=args.candidates, n_folds=args.folds, seed=args.seed, progress=True)
-    except (ValueError, OSError) as e: print(f'scholarqa rerank learn: {e}', file=sys.stderr); return 2
+    # a held-out question never trains anything
+    held = [q['id'] for q in qs if q.get('split') not in (None, 'dev', 'train')]
+    if held:
+        print(f"scholarqa rerank learn: skipped {len(held)} questions whose split is not dev (e.g. "
+              f"{held[0]})", file=sys.stderr)
+        qs = [q for q in qs if q['id'] not in held]
+    out = (Path(args.out) if args.out
+           else need('scholarqa.retrieval.rerank', 'index,embed', 'rerank learn')
+           .default_reranker_dir())
+    try: rec = ltr.learn_ranker(store, qs, out, n=args.candidates, n_folds=args.folds,
+                                seed=args.seed, progress=True)
+    except (ValueError, OSError) as e: print(f'scholarqa rerank learn: {e}',
+                                             file=sys.stderr); return 2
     if args.json: print(json.dumps(rec)); return 0
     d = rec['dev']
-    print(f"{d['questions']} dev questions, {d['folds']} folds by paper: gold recall@5 {d['first_stage_recall_at_5']:.3f} (first "
-          f"stage) -> {d['ranker_recall_at_5']:.3f} (learned ranker, out of fold), gain {d['gain']:+.4f}; model in {out}")
-    if d['gain'] <= 0: print('  its dev gain is not positive: --rerank refuses it unless --force', file=sys.stderr)
+    print(f"{d['questions']} dev questions, {d['folds']} folds by paper: gold recall@5 "
+          f"{d['first_stage_recall_at_5']:.3f} (first "
+          f"stage) -> {d['ranker_recall_at_5']:.3f} (learned ranker, out of fold), gain "
+          f"{d['gain']:+.4f}; model in {out}")
+    if d['gain'] <= 0:
+        print('  its dev gain is not positive: --rerank refuses it unless --force', file=sys.stderr)
     return 0
 
 def _rate_or_same(v: str):
     "--head-lr's value: a learning rate, or `same`."
     if v == 'same': return v
     try: return float(v)
-    except ValueError: raise argparse.ArgumentTypeError(f'expected a learning rate or `same`, not {v!r}') from None
+    except ValueError: raise argparse.ArgumentTypeError('expected a learning rate or `same`, not '
+                                                        f'{v!r}') from None
 
 def _rerank_train_cmd(args) -> int:
     rr = need('scholarqa.retrieval.rerank', 'index,embed,train', 'rerank train')
     from scholarqa.retrieval.dense import Encoder
     if min(args.cap, args.pseudo, args.epochs, args.max_length or 1) < 1:
-        print('scholarqa rerank train: --cap, --pseudo, --epochs and --max-length must be at least 1', file=sys.stderr); return 2
+        print('scholarqa rerank train: --cap, --pseudo, --epochs and --max-length must be at least '
+              '1', file=sys.stderr)
+        return 2
     if any(v is not None and v != 'same' and not v > 0 for v in (args.lr, args.head_lr)):
-        print('scholarqa rerank train: --lr and --head-lr must be above 0', file=sys.stderr); return 2
+        print('scholarqa rerank train: --lr and --head-lr must be above 0', file=sys.stderr)
+        return 2
     kw = {k: v for k, v in (('lr', args.lr), ('max_length', args.max_length)) if v is not None}
     if args.head_lr is not None: kw['head_lr'] = None if args.head_lr == 'same' else args.head_lr
     papers = []
@@ -720,25 +965,42 @@ def _rerank_train_cmd(args) -> int:
         if papers is None: print(err, file=sys.stderr); return 2
     out = Path(args.out) if args.out else rr.default_reranker_dir()
     try:
-        ex, card = rr.default_training_examples(Encoder(progress=False), papers, data_dir=args.data_dir, cap=args.cap,
+        ex, card = rr.default_training_examples(Encoder(progress=False), papers,
+                                                data_dir=args.data_dir, cap=args.cap,
                                                 n_pseudo=args.pseudo, seed=args.seed, progress=True)
         rec = rr.train_reranker(ex, out, epochs=args.epochs, seed=args.seed, progress=True, **kw)
-    except (ValueError, OSError) as e: print(f'scholarqa rerank train: {e}', file=sys.stderr); return 2
-    if args.json: print(json.dumps({'record': {k: v for k, v in rec.items() if k != 'losses'}, 'data_card': card})); return 0
-    print(f"{rec['examples']} examples ({', '.join(f'{k} {v}' for k, v in rec['by_source'].items())}); {rec['steps']} steps in "
-          f"{rec['seconds']} s: loss {rec['loss_first_tenth']:.3f} -> {rec['loss_last_tenth']:.3f}; model in {out}")
+    except (ValueError, OSError) as e: print(f'scholarqa rerank train: {e}',
+                                             file=sys.stderr); return 2
+    if args.json:
+        print(json
+              .dumps({'record': {k: v for k, v in rec.items() if k != 'losses'},
+                      'data_card': card}))
+        return 0
+    print(f"{rec['examples']} examples "
+          f"({', '.join(f'{k} {v}' for k, v in rec['by_source'].items())}); {rec['steps']} steps "
+          "in "
+          f"{rec['seconds']} s: loss {rec['loss_first_tenth']:.3f} -> "
+          f"{rec['loss_last_tenth']:.3f}; model in {out}")
     for m in card['missing']: print(f'  skipped {m}')
     return 0
 
 # %% ../nbs/10_cli.ipynb #gr000002
 def _add_graph(sub) -> None:
-    p = sub.add_parser('graph', help='build the Author/Paper/Venue graph folder that the graph methods of `ask` read',
-                       description='Build a scholarly graph folder from the AAN metadata, OpenAlex works and/or the demo corpus.')
+    p = sub.add_parser('graph',
+                       help='build the Author/Paper/Venue graph folder that the graph methods of '
+                            '`ask` read',
+                       description='Build a scholarly graph folder from the AAN metadata, OpenAlex '
+                                   'works and/or the demo corpus.')
     gs = p.add_subparsers(dest='graph_command', metavar='GRAPH_COMMAND')
-    b = gs.add_parser('build', help='build a graph folder (re-running on unchanged input does nothing)')
-    b.add_argument('--aan', metavar='DIR', help='the aan_acl_metadata folder, or a data folder holding it')
-    b.add_argument('--openalex', metavar='DIR', help='the openalex_sample folder, or a data folder holding it')
-    b.add_argument('--dblp', metavar='DIR', help='the dblp_citation folder (DBLP citation-network files), or a data folder holding it')
+    b = gs.add_parser('build',
+                      help='build a graph folder (re-running on unchanged input does nothing)')
+    b.add_argument('--aan', metavar='DIR',
+                   help='the aan_acl_metadata folder, or a data folder holding it')
+    b.add_argument('--openalex', metavar='DIR',
+                   help='the openalex_sample folder, or a data folder holding it')
+    b.add_argument('--dblp', metavar='DIR',
+                   help='the dblp_citation folder (DBLP citation-network files), or a data folder '
+                        'holding it')
     b.add_argument('--demo', action='store_true', help='the embedded demo corpus')
     b.add_argument('--out', metavar='GRAPH', required=True, help='the graph folder to write')
     b.add_argument('--json', action='store_true', help='print the build record as one JSON object')
@@ -748,20 +1010,26 @@ def _add_graph(sub) -> None:
 
 def _graph_build_cmd(args) -> int:
     academic = need('scholarqa.kg.academic', 'kg', 'graph build')
-    try: rec = academic.build_graph_folder(args.out, aan=args.aan, openalex=args.openalex, demo=args.demo, progress=True, dblp=args.dblp)
-    except (OSError, ValueError) as e: print(f'scholarqa graph build: {e}', file=sys.stderr); return 2
+    try: rec = academic.build_graph_folder(args.out, aan=args.aan, openalex=args.openalex,
+                                           demo=args.demo, progress=True, dblp=args.dblp)
+    except (OSError, ValueError) as e: print(f'scholarqa graph build: {e}',
+                                             file=sys.stderr); return 2
     if args.json: print(json.dumps(rec, ensure_ascii=False))
     else:
         what = ', '.join(f'{v} {k}' for k, v in rec['summary'].items())
-        print(f"{args.out}: unchanged ({what})" if rec['unchanged'] else f"{args.out}: {what} ({rec['seconds']:.1f} s)")
+        print(f"{args.out}: unchanged ({what})" if rec['unchanged']
+              else f"{args.out}: {what} ({rec['seconds']:.1f} s)")
     return 0
 
 # %% ../nbs/10_cli.ipynb #70f5a69a
-SUBCOMMANDS = [_add_ingest, _add_kg, _add_graph, _add_index, _add_search, _add_adapt, _add_ask, _add_train, _add_eval, _add_rerank]
+SUBCOMMANDS = [_add_ingest, _add_kg, _add_graph, _add_index, _add_search, _add_adapt, _add_ask,
+               _add_train, _add_eval, _add_rerank]
 
 def build_parser() -> argparse.ArgumentParser:
     "The `scholarqa` parser with every subcommand (none of them imports an optional package here)."
-    parser = argparse.ArgumentParser(prog='scholarqa', description='Question answering over scholarly papers and graphs.')
+    parser = argparse.ArgumentParser(prog='scholarqa',
+                                     description='Question answering over scholarly papers and '
+                                                 'graphs.')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     for add in SUBCOMMANDS: add(sub)
     return parser
@@ -769,18 +1037,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     "Entry point of the `scholarqa` command: parse, run the subcommand, return its exit status."
     from scholarqa.measure import quiet_openmp
-    quiet_openmp()            # before anything imports torch: idle OpenMP threads sleep instead of spinning (00h_measure)
+    # before anything imports torch: idle OpenMP threads sleep instead of spinning (00h_measure)
+    quiet_openmp()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None): parser.print_help(); return 2
     from scholarqa.doc import FolderBusy
     before = os.environ.get('SCHOLARQA_LOCK_WAIT')
-    if getattr(args, 'no_wait', False): os.environ['SCHOLARQA_LOCK_WAIT'] = '0'      # every writer_lock of this run refuses
+    # every writer_lock of this run refuses
+    if getattr(args, 'no_wait', False): os.environ['SCHOLARQA_LOCK_WAIT'] = '0'
     try: return args.func(args)
     except MissingExtra as e: print(e, file=sys.stderr); return 2
     except FolderBusy as e: print(f'scholarqa: {e}', file=sys.stderr); return 3
-    except BrokenPipeError:   # the reader stopped early (`| head`): no traceback; 141 = 128 + SIGPIPE, as a shell tool ends
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # so the flush at exit does not raise again
+    # the reader stopped early (`| head`): no traceback; 141 = 128 + SIGPIPE, as a shell tool ends
+    except BrokenPipeError:
+        # so the flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     finally:
         if before is None: os.environ.pop('SCHOLARQA_LOCK_WAIT', None)

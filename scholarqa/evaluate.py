@@ -41,7 +41,8 @@ def hit_at_k(ranked: Sequence, relevant, k: int) -> float:
 def recall_at_k(ranked: Sequence, relevant, k: int) -> float:
     "Share of the relevant ids found among the first k (0.0 when nothing is relevant)."
     relevant = set(relevant)
-    return sum(x in relevant for x in _metric_dedupe(ranked)[:k]) / len(relevant) if relevant else 0.0
+    return (sum(x in relevant for x in _metric_dedupe(ranked)[:k]) / len(relevant) if relevant
+            else 0.0)
 
 def mrr(ranked: Sequence, relevant, k: int | None = None) -> float:
     "Reciprocal rank of the first relevant id (within the first k when given), 0.0 if none."
@@ -59,21 +60,24 @@ def average_precision(ranked: Sequence, relevant, k: int | None = None) -> float
     return total / len(relevant)
 
 def map_at_k(ranked: Sequence, relevant, k: int) -> float:
-    "Seed 001 top-K AP for one query: AP with M = k (denominator still all relevant ids); mean over queries = MAP@K."
+    """Seed 001 top-K AP for one query: AP with M = k (denominator still all relevant ids); mean
+    over queries = MAP@K."""
     return average_precision(ranked, relevant, k)
 
 def ndcg_at_k(ranked: Sequence, relevant, k: int) -> float:
     "nDCG@k with binary gains and a log2(rank + 1) discount."
     relevant = set(relevant)
     if not relevant: return 0.0
-    dcg = sum(1.0 / math.log2(i + 1) for i, x in enumerate(_metric_dedupe(ranked)[:k], 1) if x in relevant)
+    dcg = sum(1.0 / math.log2(i + 1) for i, x in enumerate(_metric_dedupe(ranked)[:k], 1)
+              if x in relevant)
     idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(relevant), k) + 1))
     return dcg / idcg
 
 # %% ../nbs/03b_evaluate.ipynb #2f30460e
 def evaluate_run(run: dict, qrels: dict, ks: Sequence[int] = (1, 3, 5, 10),
-                 per_query: bool = False) -> dict:   # also return each metric's per-query values under 'per_query'
-    "Mean Hit@k, Recall@k, MAP@k, nDCG@k, MRR and MAP over the judged queries of `run` {qid: ranked ids}."
+                 per_query: bool = False) -> dict:  # also return each metric's per-query values under 'per_query'
+    """Mean Hit@k, Recall@k, MAP@k, nDCG@k, MRR and MAP over the judged queries of `run` {qid:
+    ranked ids}."""
     qids = [q for q in qrels if qrels[q]]
     out = {'n_queries': len(qids)}
     if not qids: return out
@@ -81,7 +85,8 @@ def evaluate_run(run: dict, qrels: dict, ks: Sequence[int] = (1, 3, 5, 10),
     for q in qids:
         ranked, rel = run.get(q, []), set(qrels[q])
         for k in ks:
-            for name, fn in (('hit', hit_at_k), ('recall', recall_at_k), ('map', map_at_k), ('ndcg', ndcg_at_k)):
+            for name, fn in (('hit', hit_at_k), ('recall', recall_at_k), ('map', map_at_k),
+                             ('ndcg', ndcg_at_k)):
                 per.setdefault(f'{name}@{k}', []).append(fn(ranked, rel, k))
         per.setdefault('mrr', []).append(mrr(ranked, rel))
         per.setdefault('map', []).append(average_precision(ranked, rel))
@@ -94,19 +99,23 @@ class SealedQuestionSet(ValueError):
     "A sealed question set was opened by something other than the final comparison."
 
 def refuse_sealed(path, rows,          # the file's parsed lines (dicts; anything else is skipped)
-                  sealed: bool = False) -> None:   # True only in the final comparison (09c_final_experiment)
-    "Raise `SealedQuestionSet` naming the file when a line of it is sealed and the caller is not the final comparison."
+                  sealed: bool = False) -> None:  # True only in the final comparison (09c_final_experiment)
+    """Raise `SealedQuestionSet` naming the file when a line of it is sealed and the caller is
+    not the final comparison."""
     if sealed: return
-    n = next((i for i, r in enumerate(rows, 1) if isinstance(r, dict) and r.get('split') == 'sealed'), None)
+    n = next((i for i, r in enumerate(rows, 1) if isinstance(r, dict)
+              and r.get('split') == 'sealed'), None)
     if n is not None:
-        raise SealedQuestionSet(f'{path} is a sealed question set (line {n} has "split": "sealed"): only the final '
+        raise SealedQuestionSet(f'{path} is a sealed question set (line {n} has "split": '
+                                '"sealed"): only the final '
                                 'comparison reads it; choose settings on dev questions')
 
 # %% ../nbs/03b_evaluate.ipynb #02633208
 def question_lines(path,                # a JSONL question file
                    sealed: bool = False  # True only in the final comparison (09c_final_experiment)
                    ) -> list[tuple[int, dict | ValueError]]:
-    "(line number, parsed line or the ValueError that says why not) of each non-empty line; sealed refused."
+    """(line number, parsed line or the ValueError that says why not) of each non-empty line;
+    sealed refused."""
     out = []
     for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
         if not line.strip(): continue
@@ -123,7 +132,8 @@ def read_questions(path) -> list[dict]:
         try:
             if isinstance(rec, ValueError): raise rec
             q = rec.get('question', rec.get('query')) if isinstance(rec, dict) else None
-            if not isinstance(q, str) or not q.strip(): raise ValueError('no non-empty "question" (or "query") string')
+            if not isinstance(q, str) or not q.strip():
+                raise ValueError('no non-empty "question" (or "query") string')
             out.append({'id': str(rec.get('id', f'line {n}')), 'question': q})
         except ValueError as e: out.append({'id': f'line {n}', 'error': f'{path}, line {n}: {e}'})
     return out
@@ -132,22 +142,27 @@ def read_questions(path) -> list[dict]:
 from pathlib import Path
 from .doc import iter_paragraphs
 
-def load_eval_questions(path, kind: str | None = None,   # keep only 'single' or 'two_paper' questions
+def load_eval_questions(path,
+                        kind: str | None = None,   # keep only 'single' or 'two_paper' questions
                         split: str | None = None,        # keep only 'dev' or 'heldout'
-                        sealed: bool = False) -> list[dict]:   # True only in the final comparison (09_evaluate)
-    "Questions of a retrieval evaluation file (JSON lines with id, question, gold, kind, split); a sealed set needs `sealed=True`."
+                        sealed: bool = False) -> list[dict]:  # True only in the final comparison (09_evaluate)
+    """Questions of a retrieval evaluation file (JSON lines with id, question, gold, kind,
+    split); a sealed set needs `sealed=True`."""
     rows = []
     for n, r in question_lines(path, sealed):
         if isinstance(r, ValueError): raise ValueError(f'{path}, line {n}: {r}')
         rows.append(r)
-    return [r for r in rows if (kind is None or r.get('kind') == kind) and (split is None or r.get('split') == split)]
+    return [r for r in rows if (kind is None or r.get('kind') == kind)
+            and (split is None or r.get('split') == split)]
 
 def _bench_paper_keys(p: Paper) -> list:
-    "Every name a gold entry may use for a paper: its id and each source id ('2212.11867', 'lin2019sciqa', …)."
+    """Every name a gold entry may use for a paper: its id and each source id ('2212.11867',
+    'lin2019sciqa', …)."""
     return [p.id] + [str(v) for v in p.source_ids.values() if v not in (None, '')]
 
 def question_qrels(questions: list[dict], papers) -> dict:
-    "{question id: set of gold paragraph ids}; a gold entry names its paper by paper_id, arxiv or key, plus section_path and paragraph_index."
+    """{question id: set of gold paragraph ids}; a gold entry names its paper by paper_id, arxiv
+    or key, plus section_path and paragraph_index."""
     where = {}
     for p in papers:
         paras = {(s.path, para.index): para.id for s, para in iter_paragraphs(p)}
@@ -160,38 +175,49 @@ def question_qrels(questions: list[dict], papers) -> dict:
             paras = where.get(key)
             if paras is None: raise KeyError(f"{q['id']}: paper {key!r} is not in the corpus")
             pid = paras.get((str(g['section_path']), int(g['paragraph_index'])))
-            if pid is None: raise KeyError(f"{q['id']}: {key} has no paragraph {g['paragraph_index']} in section {g['section_path']}")
+            if pid is None:
+                raise KeyError(f"{q['id']}: {key} has no paragraph {g['paragraph_index']} in "
+                               f"section {g['section_path']}")
             ids.add(pid)
         out[q['id']] = ids
     return out
 
 def chunk_qrels(paragraph_qrels: dict, chunks) -> dict:
-    "Paragraph judgements as chunk judgements: a chunk is relevant when it overlaps a relevant paragraph."
+    """Paragraph judgements as chunk judgements: a chunk is relevant when it overlaps a relevant
+    paragraph."""
     by_para = {}
     for c in chunks:
         for pid in (c.paragraph_ids or [c.id]): by_para.setdefault(pid, set()).add(c.id)
-    return {q: set().union(*[by_para.get(p, set()) for p in ps]) if ps else set() for q, ps in paragraph_qrels.items()}
+    return {q: set().union(*[by_para.get(p, set()) for p in ps]) if ps else set()
+            for q, ps in paragraph_qrels.items()}
 
 def context_paragraphs(hits, skip_kinds=()) -> set:
-    "Every paragraph id a context covers (a chunk naming no paragraph counts as its own id); chunks of `skip_kinds` left out."
-    return set().union(*[set(h.chunk.paragraph_ids or [h.chunk.id]) for h in hits if h.chunk.kind not in skip_kinds]) if hits else set()
+    """Every paragraph id a context covers (a chunk naming no paragraph counts as its own id);
+    chunks of `skip_kinds` left out."""
+    return (set()
+            .union(*[set(h.chunk.paragraph_ids or [h.chunk.id]) for h in hits
+                     if h.chunk.kind not in skip_kinds]) if hits else set())
 
 def holds_gold(hits, gold, skip_kinds=()) -> float:
-    "1.0 when every gold paragraph is in the context (a two-paper question needs both of its papers' paragraphs), else 0.0."
+    """1.0 when every gold paragraph is in the context (a two-paper question needs both of its
+    papers' paragraphs), else 0.0."""
     return float(set(gold) <= context_paragraphs(hits, skip_kinds))
 
 # %% ../nbs/03b_evaluate.ipynb #f8658e3b
 def run_retrievers(retrievers: dict, queries: dict, k: int = 20) -> dict:
-    "{retriever name: {query id: ranked chunk ids}} for {name: Retriever} over {query id: text} (batched via retrieve_many)."
+    """{retriever name: {query id: ranked chunk ids}} for {name: Retriever} over {query id: text}
+    (batched via retrieve_many)."""
     qids = list(queries)
-    return {name: {q: [h.chunk.id for h in hits] for q, hits in zip(qids, r.retrieve_many([queries[q] for q in qids], k))}
+    return {name: {q: [h.chunk.id for h in hits]
+                   for q, hits in zip(qids, r.retrieve_many([queries[q] for q in qids], k))}
             for name, r in retrievers.items()}
 
 BENCH_METRICS = ('hit@1', 'hit@3', 'hit@5', 'mrr', 'recall@5', 'ndcg@10')
 
 def retrieval_table(runs: dict, qrels: dict, metrics=BENCH_METRICS,
-                    ci: bool = True) -> 'pd.DataFrame':   # a bootstrap 95% interval beside each metric under CI_BELOW queries
-    "One row per retriever with the mean of each metric over the judged queries (and its 95% interval on small sets)."
+                    ci: bool = True) -> 'pd.DataFrame':  # a bootstrap 95% interval beside each metric under CI_BELOW queries
+    """One row per retriever with the mean of each metric over the judged queries (and its 95%
+    interval on small sets)."""
     import pandas as pd
     rows = []
     for name, run in runs.items():
@@ -199,25 +225,30 @@ def retrieval_table(runs: dict, qrels: dict, metrics=BENCH_METRICS,
         row = {'retriever': name, 'queries': ev['n_queries']}
         for m in metrics:
             row[m] = ev.get(m, float('nan'))
-            if ci and ev['n_queries'] < CI_BELOW: row[f'{m} 95% CI'] = ci_text(ev.get('per_query', {}).get(m, []))
+            if ci and ev['n_queries'] < CI_BELOW:
+                row[f'{m} 95% CI'] = ci_text(ev.get('per_query', {}).get(m, []))
         rows.append(row)
     return pd.DataFrame(rows)
 
 def hit_curve(run: dict, qrels: dict, max_k: int = 20) -> np.ndarray:
     "Hit@1 … Hit@max_k of one run, averaged over the judged queries: shape (max_k,)."
     qs = [q for q in qrels if qrels[q]]
-    return np.array([np.mean([hit_at_k(run.get(q, []), qrels[q], k) for q in qs]) for k in range(1, max_k + 1)])
+    return np.array([np.mean([hit_at_k(run.get(q, []), qrels[q], k) for q in qs])
+                     for k in range(1, max_k + 1)])
 
 def all_found_at_k(run: dict, qrels: dict, k: int) -> float:
     "Share of judged queries with every relevant id in the top k (a two-paper question needs both)."
     qs = [q for q in qrels if qrels[q]]
-    return float(np.mean([recall_at_k(run.get(q, []), qrels[q], k) == 1.0 for q in qs])) if qs else float('nan')
+    return (float(np.mean([recall_at_k(run.get(q, []), qrels[q], k) == 1.0 for q in qs])) if qs
+            else float('nan'))
 
 # %% ../nbs/03b_evaluate.ipynb #f2e6f39f
-def pubmedqa_retrieval_task(pqal, pqaa=None,                 # Datasets 'pubmedqa' and (distractors) 'pubmedqa_artificial'
+def pubmedqa_retrieval_task(pqal,
+                            pqaa=None,                 # Datasets 'pubmedqa' and (distractors) 'pubmedqa_artificial'
                             n_questions: int | None = None,  # a seeded sample of PQA-L questions (None = all)
                             seed: int = 0) -> tuple[list, dict, dict]:
-    "(papers, {question id: question}, {question id: its entry's paragraph ids}) for PubMedQA as paragraph retrieval."
+    """(papers, {question id: question}, {question id: its entry's paragraph ids}) for PubMedQA
+    as paragraph retrieval."""
     papers, seen = [], set()
     for ds in [pqal] + ([pqaa] if pqaa is not None else []):
         for p in ds.papers:
@@ -228,81 +259,124 @@ def pubmedqa_retrieval_task(pqal, pqaa=None,                 # Datasets 'pubmedq
         import random
         qs = random.Random(seed).sample(qs, n_questions)
     queries = {q.id: q.question for q in qs}
-    qrels = {q.id: {para.id for pid in q.paper_ids if pid in by_id for _, para in iter_paragraphs(by_id[pid])} for q in qs}
+    qrels = {q
+             .id: {para.id for pid in q.paper_ids if pid in by_id
+                   for _, para in iter_paragraphs(by_id[pid])} for q in qs}
     return papers, queries, qrels
 
 # %% ../nbs/03b_evaluate.ipynb #b008bcc3
 DEMO_QUESTIONS = [
-    dict(id='demo-q01', question='How much data and compute does training the citation-graph attention reranker need?', gold=[('achebe2022cgar', '2.3', 6)]),
-    dict(id='demo-q02', question='Which kinds of questions lean on the keyword ranking in the learned fusion weights?', gold=[('hughes2020hybrid', '3.2', 10)]),
-    dict(id='demo-q03', question="Who wrote the benchmark's questions, and how were further evidence passages found?", gold=[('lin2019sciqa', '2.1', 2)]),
-    dict(id='demo-q04', question='How is the spread of the top ten passages over independent sources quantified?', gold=[('pryce2022diversity', '2.3', 6)]),
-    dict(id='demo-q05', question='How long does the layered graph retriever take per question, and what happens without its entity layer?', gold=[('raman2023lpgr', '3.1', 10)]),
-    dict(id='demo-q06', question='What inputs does the unsupported-citation detector read besides the answer sentence?', gold=[('saar2024citeguard', '3.1', 6)]),
-    dict(id='demo-q07', question='How are multi-paper chains kept from being found by a single keyword query?', gold=[('tan2022multihopsci', '2.1', 2)]),
-    dict(id='demo-q08', question='How much memory does compressing the stored passage vectors save?', gold=[('whitford2019scide', '2.1', 2)]),
-    dict(id='demo-q09', question='What happens to recall when the dual encoder is trained without hard negatives?', gold=[('whitford2019scide', '2.3', 4)]),
-    dict(id='demo-q10', question='For what share of questions does the first-stage keyword ranker miss every gold passage in its top hundred?', gold=[('lin2019sciqa', '3', 8)]),
-    dict(id='demo-q11', question='How long does building the entity graph over the whole corpus take, and how big is the result?', gold=[('morimoto2021paperkg', '2.3', 4)]),
-    dict(id='demo-q12', question='How were gold windows mapped onto discourse-aware chunks, and how reliable was that mapping?', gold=[('vogt2021chunking', '3', 7)]),
-    dict(id='demo-tp01', kind='two_paper', question='How often do the sparse and the dense scientific retrievers agree on the top passage, and which later paper builds on that observation?',
+    dict(id='demo-q01',
+         question='How much data and compute does training the citation-graph attention reranker '
+                  'need?', gold=[('achebe2022cgar', '2.3', 6)]),
+    dict(id='demo-q02',
+         question='Which kinds of questions lean on the keyword ranking in the learned fusion '
+                  'weights?', gold=[('hughes2020hybrid', '3.2', 10)]),
+    dict(id='demo-q03',
+         question="Who wrote the benchmark's questions, and how were further evidence passages "
+                  "found?", gold=[('lin2019sciqa', '2.1', 2)]),
+    dict(id='demo-q04',
+         question='How is the spread of the top ten passages over independent sources quantified?',
+         gold=[('pryce2022diversity', '2.3', 6)]),
+    dict(id='demo-q05',
+         question='How long does the layered graph retriever take per question, and what happens '
+                  'without its entity layer?', gold=[('raman2023lpgr', '3.1', 10)]),
+    dict(id='demo-q06',
+         question='What inputs does the unsupported-citation detector read besides the answer '
+                  'sentence?', gold=[('saar2024citeguard', '3.1', 6)]),
+    dict(id='demo-q07',
+         question='How are multi-paper chains kept from being found by a single keyword query?',
+         gold=[('tan2022multihopsci', '2.1', 2)]),
+    dict(id='demo-q08',
+         question='How much memory does compressing the stored passage vectors save?',
+         gold=[('whitford2019scide', '2.1', 2)]),
+    dict(id='demo-q09',
+         question='What happens to recall when the dual encoder is trained without hard negatives?',
+         gold=[('whitford2019scide', '2.3', 4)]),
+    dict(id='demo-q10',
+         question='For what share of questions does the first-stage keyword ranker miss every gold '
+                  'passage in its top hundred?', gold=[('lin2019sciqa', '3', 8)]),
+    dict(id='demo-q11',
+         question='How long does building the entity graph over the whole corpus take, and how big '
+                  'is the result?', gold=[('morimoto2021paperkg', '2.3', 4)]),
+    dict(id='demo-q12',
+         question='How were gold windows mapped onto discourse-aware chunks, and how reliable was '
+                  'that mapping?', gold=[('vogt2021chunking', '3', 7)]),
+    dict(id='demo-tp01', kind='two_paper',
+         question='How often do the sparse and the dense scientific retrievers agree on the top '
+                  'passage, and which later paper builds on that observation?',
          gold=[('whitford2019scide', '3', 8), ('hughes2020hybrid', '1', 0)]),
 ]
 
 def demo_eval_questions() -> list[dict]:
     "The demo questions in the evaluation-file format (kind 'single' unless stated, split 'dev')."
-    return [{'id': q['id'], 'question': q['question'], 'kind': q.get('kind', 'single'), 'split': 'dev',
-             'gold': [{'key': k, 'section_path': s, 'paragraph_index': i} for k, s, i in q['gold']]} for q in DEMO_QUESTIONS]
+    return [{'id': q['id'], 'question': q['question'], 'kind': q.get('kind', 'single'),
+             'split': 'dev',
+             'gold': [{'key': k, 'section_path': s, 'paragraph_index': i} for k, s, i in q['gold']]}
+            for q in DEMO_QUESTIONS]
 
 # %% ../nbs/03b_evaluate.ipynb #6351ce89
 JUDGE_CRITERIA = ('Relevance', 'Accuracy', 'Completeness', 'Readability')
 JUDGE_SCHEMA = {'type': 'object', 'required': list(JUDGE_CRITERIA),
-                'properties': {c: {'type': 'integer', 'minimum': 1, 'maximum': 5} for c in JUDGE_CRITERIA}}
-_ANS_RUBRIC = {'Relevance': 'how well the answer addresses the question', 'Accuracy': 'factual correctness',
-               'Completeness': 'coverage of the information the question needs', 'Readability': 'clarity and coherence'}
+                'properties': {c: {'type': 'integer', 'minimum': 1, 'maximum': 5}
+                               for c in JUDGE_CRITERIA}}
+_ANS_RUBRIC = {'Relevance': 'how well the answer addresses the question',
+               'Accuracy': 'factual correctness',
+               'Completeness': 'coverage of the information the question needs',
+               'Readability': 'clarity and coherence'}
 
 def judge_prompt(question: str, answer: str, reference: str | None = None) -> list:
     "Messages asking for 1–5 scores on Relevance, Accuracy, Completeness and Readability."
     rubric = '\n'.join(f'- {c}: {d} (1 = very poor, 5 = excellent)' for c, d in _ANS_RUBRIC.items())
     ref = f'Reference answer: {reference}\n' if reference else ''
-    return [Message('system', f'You are a strict grader of answers to scientific questions. Score the answer on:\n{rubric}'),
+    return [Message('system',
+                    'You are a strict grader of answers to scientific questions. Score the answer '
+                    f'on:\n{rubric}'),
             Message('user', f'Question: {question}\n{ref}Answer to grade: {answer}\n'
                             f'Give each criterion an integer score from 1 to 5.')]
 
-def _ans_sd(xs: list) -> float | None: return round(statistics.stdev(xs), 4) if len(xs) > 1 else None
+def _ans_sd(xs: list) -> float | None:
+    return round(statistics.stdev(xs), 4) if len(xs) > 1 else None
 
 def _ans_mean_sd(xs: list) -> str:
     if not xs: return 'missing'
-    return f'{statistics.fmean(xs):.2f} ± {statistics.stdev(xs):.2f}' if len(xs) > 1 else f'{xs[0]:.2f} (n=1)'
+    return (f'{statistics.fmean(xs):.2f} ± {statistics.stdev(xs):.2f}' if len(xs) > 1
+            else f'{xs[0]:.2f} (n=1)')
 
 def judge(question: str, answer: str, reference: str | None = None, backend=None,
-          n: int = 3,                  # repeated judgements (seeds params.seed … params.seed + n - 1)
+          n: int = 3,  # repeated judgements (seeds params.seed … params.seed + n - 1)
           params=None,                 # GenParams (default: 96 tokens, temperature 0.7)
           retries: int = 1) -> pd.DataFrame:
-    "One row per criterion: mean ± sd over `n` judgements, n scored / missing with reasons, the judge backend and model."
+    """One row per criterion: mean ± sd over `n` judgements, n scored / missing with reasons, the
+    judge backend and model."""
     if backend is None: raise ValueError('judge needs a backend (make_backend(...))')
     params = params or GenParams(max_tokens=96, temperature=0.7)
     scores, reasons = {c: [] for c in JUDGE_CRITERIA}, {c: [] for c in JUDGE_CRITERIA}
     model = backend.model_id
     for i in range(n):
         try:
-            obj, comp = backend.json(judge_prompt(question, answer, reference), JUDGE_SCHEMA, replace(params, seed=params.seed + i), retries)
+            obj, comp = backend.json(judge_prompt(question, answer, reference), JUDGE_SCHEMA,
+                                     replace(params, seed=params.seed + i), retries)
             model = comp.model or model
-        except JSONOutputError as e:     # the judge's reply: counted; a backend that cannot serve raises
+        # the judge's reply: counted; a backend that cannot serve raises
+        except JSONOutputError as e:
             for c in JUDGE_CRITERIA: reasons[c].append(f'run {i}: {type(e).__name__}: {e}'[:300])
             continue
         for c in JUDGE_CRITERIA:
             v = obj.get(c) if isinstance(obj, dict) else None
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 5 or v != int(v):
+            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 5
+                or v != int(v)):
                 reasons[c].append(f'run {i}: {c} = {v!r} is not an integer 1–5')
             else: scores[c].append(int(v))
     rows = []
     for c in JUDGE_CRITERIA:
         xs = scores[c]
         mean = round(statistics.fmean(xs), 4) if xs else None
-        rows.append({'criterion': c, 'mean': mean, 'sd': _ans_sd(xs), 'n_scored': len(xs), 'n_missing': n - len(xs),
+        rows.append({'criterion': c, 'mean': mean, 'sd': _ans_sd(xs), 'n_scored': len(xs),
+                     'n_missing': n - len(xs),
                      'mean_sd': _ans_mean_sd(xs),
-                     'missing_reason': '; '.join(reasons[c]), 'judge_backend': backend.name, 'judge_model': model})
+                     'missing_reason': '; '.join(reasons[c]), 'judge_backend': backend.name,
+                     'judge_model': model})
     return pd.DataFrame(rows)
 
 # %% ../nbs/03b_evaluate.ipynb #e18129d4
@@ -329,7 +403,8 @@ def _ans_lcs(a: list, b: list) -> int:
     return row[-1]
 
 def rouge_l(prediction: str, reference: str, beta: float = 1.0) -> float:
-    "ROUGE-L F-measure: LCS of lower-cased word tokens, precision over the prediction, recall over the reference."
+    """ROUGE-L F-measure: LCS of lower-cased word tokens, precision over the prediction, recall
+    over the reference."""
     p, r = _ANS_WORD.findall(prediction.lower()), _ANS_WORD.findall(reference.lower())
     lcs = _ans_lcs(p, r) if p and r else 0
     if lcs == 0: return 0.0
@@ -337,16 +412,19 @@ def rouge_l(prediction: str, reference: str, beta: float = 1.0) -> float:
     return (1 + beta ** 2) * prec * rec / (rec + beta ** 2 * prec)
 
 def distinct_n(texts, n: int = 1) -> float:
-    "Distinct-n: unique n-grams / total n-grams over `texts` (a string or a list of strings); 0.0 when there are none."
+    """Distinct-n: unique n-grams / total n-grams over `texts` (a string or a list of strings);
+    0.0 when there are none."""
     texts = [texts] if isinstance(texts, str) else list(texts)
-    grams = [tuple(ws[i:i + n]) for t in texts for ws in [_ANS_WORD.findall(t.lower())] for i in range(len(ws) - n + 1)]
+    grams = [tuple(ws[i:i + n]) for t in texts for ws in [_ANS_WORD.findall(t.lower())]
+             for i in range(len(ws) - n + 1)]
     return len(set(grams)) / len(grams) if grams else 0.0
 
 @functools.lru_cache(maxsize=2)
 def _ans_minilm(model=None): return load_minilm(model)
 
 def semantic_similarity(prediction, reference, encoder=None) -> float | np.ndarray:
-    "Cosine similarity of sentence embeddings (the bundled MiniLM if `encoder` is None); lists give one score per pair."
+    """Cosine similarity of sentence embeddings (the bundled MiniLM if `encoder` is None); lists
+    give one score per pair."""
     enc = encoder if encoder is not None else _ans_minilm()
     single = isinstance(prediction, str)
     p, r = ([prediction], [reference]) if single else (list(prediction), list(reference))
@@ -369,12 +447,18 @@ def value_scores(predicted: Sequence,  # the values an answer gives, in its orde
 
 # %% ../nbs/03b_evaluate.ipynb #9265acb9
 _ANS_YN = re.compile(r'\b(yes|no|maybe)\b')
-_ANS_NEGATED = re.compile(r'\b(no (?:significant|difference|association|effect|evidence|benefit|improvement|correlation|change|relationship)'
-                          r'|not (?:significant(?:ly)?|associated|related|correlated|different|improve[ds]?|predict(?:ive)?|effective)'
-                          r'|(?:did|does|do|was|were|is|are) not|failed to|neither|nor|insignificant|unrelated)\b')
+_ANS_NEGATED = re.compile(
+    r'\b(no '
+    r'(?:significant|difference|association|effect|evidence|benefit|improvement|correlation|change|relationship)'
+    r'|not '
+    r'(?:significant(?:ly)?|associated|related|correlated|different|improve[ds]?|predict(?:ive)?|effective)'
+    r'|(?:did|does|do|was|were|is|are) not|failed '
+    r'to|neither|nor|insignificant|unrelated)\b'
+)
 
 def parse_yesno(text: str) -> str | None:
-    "'yes' / 'no' / 'maybe' from a model's reply (first word, or a short first line naming exactly one); None when unclear."
+    """'yes' / 'no' / 'maybe' from a model's reply (first word, or a short first line naming
+    exactly one); None when unclear."""
     t = re.sub(r'^\W*(?:final answer|the answer is|answer)\s*[:\-]?\s*', '', text.strip().lower())
     m = re.match(r'^[\W_]*(yes|no|maybe)\b', t)
     if m: return m.group(1)
@@ -393,41 +477,52 @@ def yesno_scores(gold: list, pred: list) -> dict:
     right = [float(a == b) for a, b in zip(gold, p)]
     return {'n': len(gold), 'accuracy': float(np.mean(right)) if gold else None,
             'accuracy 95% CI': ci_text(right) if len(gold) < CI_BELOW else '',
-            'macro_f1': float(f1_score(gold, p, labels=['yes', 'no', 'maybe'], average='macro', zero_division=0)) if gold else None,
+            'macro_f1': float(f1_score(gold, p, labels=['yes', 'no', 'maybe'], average='macro',
+                                       zero_division=0)) if gold else None,
             'parse_failure_rate': float(np.mean([x is None for x in pred])) if pred else None}
 
 # %% ../nbs/03b_evaluate.ipynb #5cfa9e33
-QUESTION_WRITER_PROMPT = ('Read the paragraph from a scientific paper and write ONE question that a researcher could ask and '
-                          'that this paragraph answers. Reply with the question only.\n\nParagraph:\n{text}\n\nQuestion:')
+QUESTION_WRITER_PROMPT = ('Read the paragraph from a scientific paper and write ONE question that '
+                          'a researcher could ask and '
+                          'that this paragraph answers. Reply with the question '
+                          'only.\n\nParagraph:\n{text}\n\nQuestion:')
 
-def sample_paragraphs(papers, n: int, seed: int = 0, min_chars: int = 350, max_chars: int = 1500) -> list[tuple]:
-    "n (paper, section, paragraph) drawn uniformly from the text paragraphs of `papers` with min_chars–max_chars characters."
+def sample_paragraphs(papers, n: int, seed: int = 0, min_chars: int = 350,
+                      max_chars: int = 1500) -> list[tuple]:
+    """n (paper, section, paragraph) drawn uniformly from the text paragraphs of `papers` with
+    min_chars–max_chars characters."""
     import random
     cands = [(p, s, para) for p in papers for s, para in iter_paragraphs(p, kinds=('text',))
-             if min_chars <= len(para.text) <= max_chars and para.text.count('{{formula') + para.text.count('[formula]') <= 2]
+             if min_chars <= len(para.text) <= max_chars and para.text.count('{{formula')
+             + para.text.count('[formula]') <= 2]
     return random.Random(seed).sample(cands, min(n, len(cands)))
 
 def _clean_question(text: str) -> str:
     "The first line of a model's reply, without a 'Question:' prefix or quotes."
     lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    q = re.sub(r'^(?:\*\*)?(?:question|q)\s*\d*\s*[:.)-]\s*', '', lines[0] if lines else '', flags=re.I).strip(' "*')
+    q = re.sub(r'^(?:\*\*)?(?:question|q)\s*\d*\s*[:.)-]\s*', '', lines[0] if lines else '',
+               flags=re.I).strip(' "*')
     return q
 
-def seed_protocol_questions(papers, n: int, backend,          # any 03_generate backend (cached for CI)
+def seed_protocol_questions(papers, n: int, backend,  # any 03_generate backend (cached for CI)
                             seed: int = 0, params=None) -> list[dict]:
-    "The seed's evaluation protocol: n random paragraphs, one LLM-written question each (gold = the paragraph)."
+    """The seed's evaluation protocol: n random paragraphs, one LLM-written question each (gold =
+    the paragraph)."""
     from scholarqa.generate.backends import GenParams, Message
     params = params or GenParams(max_tokens=48)
     out = []
     for i, (p, s, para) in enumerate(sample_paragraphs(papers, n, seed)):
         c = backend.chat([Message('user', QUESTION_WRITER_PROMPT.format(text=para.text))], params)
         q = _clean_question(c.text)
-        out.append({'id': f'seed-q{i:03d}', 'set': 'seed_protocol', 'kind': 'single', 'question': q, 'answers': [para.text],
-                    'gold': {para.id}, 'paper_id': p.id, 'writer': f'{c.backend}:{c.model}', 'valid': len(q.split()) >= 4})
+        out.append({'id': f'seed-q{i:03d}', 'set': 'seed_protocol', 'kind': 'single', 'question': q,
+                    'answers': [para.text],
+                    'gold': {para.id}, 'paper_id': p.id, 'writer': f'{c.backend}:{c.model}',
+                    'valid': len(q.split()) >= 4})
     return out
 
 def evidence_paragraphs(paper, evidence: list, min_overlap: float = 0.8) -> set:
-    "Paragraph ids of `paper` whose text contains an evidence string (or shares ≥ min_overlap of its words)."
+    """Paragraph ids of `paper` whose text contains an evidence string (or shares ≥ min_overlap
+    of its words)."""
     from scholarqa.doc import normalise_text
     paras = [(para.id, normalise_text(para.text)) for _, para in iter_paragraphs(paper)]
     out = set()
@@ -447,27 +542,34 @@ def qa_item_questions(ds, set_name: str, need_gold: bool) -> list[dict]:
     by_id = {p.id: p for p in ds.papers}
     out = []
     for q in ds.questions:
-        if q.kind == 'unanswerable' or not q.answers or not q.paper_ids or q.paper_ids[0] not in by_id: continue
+        if (q.kind == 'unanswerable' or not q.answers or not q.paper_ids
+            or q.paper_ids[0] not in by_id):
+            continue
         gold = evidence_paragraphs(by_id[q.paper_ids[0]], q.evidence) if q.evidence else set()
         if need_gold and not gold: continue
         out.append({'id': q.id, 'set': set_name, 'kind': 'single', 'question': q.question,
-                    'answers': [a for a in q.answers if isinstance(a, str) and a.strip()], 'gold': gold or None,
+                    'answers': [a for a in q.answers if isinstance(a, str) and a.strip()],
+                    'gold': gold or None,
                     'paper_id': q.paper_ids[0]})
     return [r for r in out if r['answers']]
 
 # %% ../nbs/03b_evaluate.ipynb #a7c31e02
-RAGAS_NON_LLM = ('non_llm_context_precision', 'non_llm_context_recall', 'non_llm_context_f1', 'rouge_l_ragas',
+RAGAS_NON_LLM = ('non_llm_context_precision', 'non_llm_context_recall', 'non_llm_context_f1',
+                 'rouge_l_ragas',
                  'string_similarity')
-RAGAS_LLM = ('faithfulness', 'answer_relevancy', 'context_precision', 'context_recall', 'context_f1')
+RAGAS_LLM = (('faithfulness', 'answer_relevancy', 'context_precision', 'context_recall',
+              'context_f1'))
 
 def _need_ragas():
     try: import ragas
     except ImportError as e:
-        raise ImportError("RAGAS metrics need the `ragas` package: pip install 'scholarqa[eval]'") from e
+        raise ImportError("RAGAS metrics need the `ragas` package: pip install "
+                          "'scholarqa[eval]'") from e
     return ragas
 
 def inline_schema_refs(schema: dict) -> dict:
-    "A pydantic JSON schema with every `$ref` replaced by its definition from `$defs` (no recursion expected)."
+    """A pydantic JSON schema with every `$ref` replaced by its definition from `$defs` (no
+    recursion expected)."""
     defs = schema.get('$defs', {})
     def sub(x):
         if isinstance(x, dict):
@@ -478,22 +580,29 @@ def inline_schema_refs(schema: dict) -> dict:
 
 @functools.lru_cache(maxsize=1)
 def _ragas_bridges():
-    "The two adapter classes, built on first use so that `scholarqa.evaluate` imports without `ragas`."
+    """The two adapter classes, built on first use so that `scholarqa.evaluate` imports without
+    `ragas`."""
     _need_ragas()
     from ragas.llms.base import InstructorBaseRagasLLM
     from ragas.embeddings.base import BaseRagasEmbedding
 
     class BackendRagasLLM(InstructorBaseRagasLLM):
-        "ragas' structured-output LLM over a scholarqa backend: one `backend.json` call with the response model's schema."
+        """ragas' structured-output LLM over a scholarqa backend: one `backend.json` call with
+        the response model's schema."""
         def __init__(self, backend, params, retries):
-            self.backend, self.params, self.retries, self.calls, self.model = backend, params, retries, 0, backend.model_id
+            self.backend, self.params, self.retries, self.calls, self.model = (backend, params,
+                                                                               retries, 0,
+                                                                               backend.model_id)
         def generate(self, prompt, response_model):
             self.calls += 1
-            obj, comp = self.backend.json([Message('user', prompt)], inline_schema_refs(response_model.model_json_schema()),
+            obj, comp = self.backend.json([Message('user', prompt)],
+                                          inline_schema_refs(response_model.model_json_schema()),
                                           self.params, self.retries)
             self.model = comp.model or self.model
             return response_model.model_validate(obj)
-        async def agenerate(self, prompt, response_model): return self.generate(prompt, response_model)
+
+        async def agenerate(self, prompt, response_model):
+            return self.generate(prompt, response_model)
 
     class EncoderRagasEmbeddings(BaseRagasEmbedding):
         "ragas' embedding interface over a scholarqa sentence encoder (normalised vectors)."
@@ -505,8 +614,10 @@ def _ragas_bridges():
     return BackendRagasLLM, EncoderRagasEmbeddings
 
 def ragas_llm(backend, params=None, retries: int = 1):
-    "A `ragas` LLM (InstructorBaseRagasLLM) answered by a scholarqa backend; `.calls` counts its requests."
-    return _ragas_bridges()[0](backend, params or GenParams(max_tokens=512, temperature=0.7), retries)
+    """A `ragas` LLM (InstructorBaseRagasLLM) answered by a scholarqa backend; `.calls` counts
+    its requests."""
+    return _ragas_bridges()[0](backend, params or GenParams(max_tokens=512, temperature=0.7),
+                               retries)
 
 def ragas_embeddings(encoder=None):
     "`ragas` embeddings from a scholarqa sentence encoder (the bundled MiniLM if None)."
@@ -527,57 +638,80 @@ def _f1(p, r) -> float:
 _RAGAS_TEXT = ('question', 'answer', 'contexts', 'reference', 'reference_contexts')
 
 def _ragas_non_llm(s: dict) -> dict:
-    "The deterministic RAGAS metrics of one sample, by `ragas`' own classes; only those its fields allow."
+    """The deterministic RAGAS metrics of one sample, by `ragas`' own classes; only those its
+    fields allow."""
     import warnings
     from ragas import SingleTurnSample
     from ragas.run_config import RunConfig
     from ragas.metrics.collections import NonLLMStringSimilarity, RougeScore
-    with warnings.catch_warnings():       # ragas 0.4 has these two only in its older single-turn API, which warns on import
+    # ragas 0.4 has these two only in its older single-turn API, which warns on import
+    with warnings.catch_warnings():
         warnings.simplefilter('ignore', DeprecationWarning)
         from ragas.metrics import NonLLMContextPrecisionWithReference, NonLLMContextRecall
-    ctx, refc, ans, ref = list(s.get('contexts') or []), list(s.get('reference_contexts') or []), s.get('answer'), s.get('reference')
+    ctx, refc, ans, ref = (list(s.get('contexts') or []), list(s.get('reference_contexts') or []),
+                           s.get('answer'), s.get('reference'))
     out = {}
     if ctx and refc:
-        sample = SingleTurnSample(user_input=s['question'], retrieved_contexts=ctx, reference_contexts=refc)
-        for name, m in (('non_llm_context_precision', NonLLMContextPrecisionWithReference()), ('non_llm_context_recall', NonLLMContextRecall())):
+        sample = SingleTurnSample(user_input=s['question'], retrieved_contexts=ctx,
+                                  reference_contexts=refc)
+        for name, m in (('non_llm_context_precision', NonLLMContextPrecisionWithReference()),
+                        ('non_llm_context_recall', NonLLMContextRecall())):
             m.init(RunConfig())
             out[name] = float(_run_coro(m.single_turn_ascore(sample)))
-        out['non_llm_context_f1'] = _f1(out['non_llm_context_precision'], out['non_llm_context_recall'])
+        out['non_llm_context_f1'] = _f1(out['non_llm_context_precision'],
+                                        out['non_llm_context_recall'])
     if ans and ref:
-        out['rouge_l_ragas'] = float(_run_coro(RougeScore().ascore(reference=ref, response=ans)).value)
-        out['string_similarity'] = float(_run_coro(NonLLMStringSimilarity().ascore(reference=ref, response=ans)).value)
+        out['rouge_l_ragas'] = float(_run_coro(RougeScore().ascore(reference=ref, response=ans))
+                                     .value)
+        out['string_similarity'] = float(_run_coro(NonLLMStringSimilarity()
+                                                   .ascore(reference=ref, response=ans)).value)
     return out
 
 def _ragas_llm_run(s: dict, llm, emb) -> tuple[dict, dict]:
     "The LLM metrics of one sample in one run: ({metric: value}, {metric: why it failed})."
     from pydantic import ValidationError
-    from ragas.metrics.collections import AnswerRelevancy, ContextPrecision, ContextRecall, Faithfulness
-    ctx, ans, ref, q = list(s.get('contexts') or []), s.get('answer'), s.get('reference'), s['question']
+    from ragas.metrics.collections import (
+        AnswerRelevancy, ContextPrecision, ContextRecall, Faithfulness)
+    ctx, ans, ref, q = (list(s.get('contexts') or []), s.get('answer'), s.get('reference'),
+                        s['question'])
     calls = {}
-    if ans and ctx: calls['faithfulness'] = lambda: Faithfulness(llm=llm).ascore(user_input=q, response=ans, retrieved_contexts=ctx)
-    if ans: calls['answer_relevancy'] = lambda: AnswerRelevancy(llm=llm, embeddings=emb).ascore(user_input=q, response=ans)
+    if ans and ctx:
+        calls['faithfulness'] = lambda: Faithfulness(llm=llm).ascore(user_input=q, response=ans,
+                                                                     retrieved_contexts=ctx)
+    if ans:
+        calls['answer_relevancy'] = lambda: AnswerRelevancy(llm=llm, embeddings=emb).ascore(
+            user_input=q, response=ans
+        )
     if ref and ctx:
-        calls['context_precision'] = lambda: ContextPrecision(llm=llm).ascore(user_input=q, reference=ref, retrieved_contexts=ctx)
-        calls['context_recall'] = lambda: ContextRecall(llm=llm).ascore(user_input=q, retrieved_contexts=ctx, reference=ref)
+        calls['context_precision'] = lambda: ContextPrecision(llm=llm).ascore(
+            user_input=q, reference=ref, retrieved_contexts=ctx
+        )
+        calls['context_recall'] = lambda: ContextRecall(llm=llm).ascore(user_input=q,
+                                                                        retrieved_contexts=ctx,
+                                                                        reference=ref)
     vals, fails = {}, {}
     for name, call in calls.items():
         try: vals[name] = float(_run_coro(call()).value)
-        except (JSONOutputError, ValidationError) as e:          # the judge's reply: counted; a judge that cannot serve raises
+        # the judge's reply: counted; a judge that cannot serve raises
+        except (JSONOutputError, ValidationError) as e:
             vals[name], fails[name] = float('nan'), f'{type(e).__name__}: {e}'[:300]
-    if 'context_precision' in vals: vals['context_f1'] = _f1(vals['context_precision'], vals['context_recall'])
+    if 'context_precision' in vals:
+        vals['context_f1'] = _f1(vals['context_precision'], vals['context_recall'])
     return vals, fails
 
 def ragas_scores(samples: list[dict],   # {'question', 'contexts': [str, ...] best first, 'answer'?, 'reference'?, 'reference_contexts'?, ids}
                  judge=None,             # a backend for the LLM metrics; None: only the metrics that need no LLM
-                 encoder=None,           # sentence encoder for answer relevancy (the bundled MiniLM if None)
+                 encoder=None,  # sentence encoder for answer relevancy (the bundled MiniLM if None)
                  runs: int = 3,          # LLM metrics: this many judgements (sampling seeds params.seed … params.seed + runs - 1)
-                 params=None,            # the judge's GenParams (default: 512 tokens, temperature 0.7)
+                 params=None,  # the judge's GenParams (default: 512 tokens, temperature 0.7)
                  retries: int = 1,       # re-asks after a reply that does not fit the schema
                  progress: bool = False) -> pd.DataFrame:
-    "One row per sample × metric × run, computed by `ragas`: `value` (NaN if the judge failed), `failure`, `kind` and the judge."
+    """One row per sample × metric × run, computed by `ragas`: `value` (NaN if the judge failed),
+    `failure`, `kind` and the judge."""
     _need_ragas()
     params = params or GenParams(max_tokens=512, temperature=0.7)
-    llms = [ragas_llm(judge, replace(params, seed=params.seed + r), retries) for r in range(runs)] if judge is not None else []
+    llms = ([ragas_llm(judge, replace(params, seed=params.seed + r), retries) for r in range(runs)]
+            if judge is not None else [])
     emb = ragas_embeddings(encoder) if judge is not None else None
     it = enumerate(samples)
     if progress:
@@ -587,21 +721,28 @@ def ragas_scores(samples: list[dict],   # {'question', 'contexts': [str, ...] be
     for i, s in it:
         keep = {k: v for k, v in s.items() if k not in _RAGAS_TEXT}
         for name, v in _ragas_non_llm(s).items():
-            rows.append({**keep, 'sample': i, 'metric': name, 'kind': 'no LLM', 'run': 0, 'value': v, 'failure': None, 'judge': None})
+            rows.append({**keep, 'sample': i, 'metric': name, 'kind': 'no LLM', 'run': 0,
+                         'value': v, 'failure': None, 'judge': None})
         for r, llm in enumerate(llms):
             vals, fails = _ragas_llm_run(s, llm, emb)
             for name, v in vals.items():
-                rows.append({**keep, 'sample': i, 'metric': name, 'kind': 'LLM', 'run': r, 'value': v, 'failure': fails.get(name),
+                rows.append({**keep, 'sample': i, 'metric': name, 'kind': 'LLM', 'run': r,
+                             'value': v, 'failure': fails.get(name),
                              'judge': f'{judge.name}:{llm.model}'})
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=['sample', 'metric', 'kind', 'run', 'value', 'failure', 'judge'])
+    return (pd.DataFrame(rows) if rows else pd
+            .DataFrame(columns=['sample', 'metric', 'kind', 'run', 'value', 'failure', 'judge']))
 
 def ragas_summary(scores: pd.DataFrame, by: Sequence[str] = ('method',)) -> pd.DataFrame:
-    "Per group and metric: the mean over samples within each run, then mean ± sd over runs; samples, failed judgements, judge."
+    """Per group and metric: the mean over samples within each run, then mean ± sd over runs;
+    samples, failed judgements, judge."""
     rows = []
     for key, g in scores.groupby([*by, 'metric'], sort=False):
         per_run = [float(v.mean()) for _, v in g.groupby('run')['value'] if v.notna().any()]
         rows.append({**dict(zip([*by, 'metric'], key)), 'kind': g['kind'].iloc[0],
-                     'mean': round(statistics.fmean(per_run), 4) if per_run else None, 'sd': _ans_sd(per_run),
-                     'runs': len(per_run), 'mean_sd': _ans_mean_sd(per_run), 'samples': int(g['sample'].nunique()),
-                     'failed': int(g['failure'].notna().sum()), 'judge': next((j for j in g['judge'] if isinstance(j, str) and j), 'none')})
+                     'mean': round(statistics.fmean(per_run), 4) if per_run else None,
+                     'sd': _ans_sd(per_run),
+                     'runs': len(per_run), 'mean_sd': _ans_mean_sd(per_run),
+                     'samples': int(g['sample'].nunique()),
+                     'failed': int(g['failure'].notna().sum()),
+                     'judge': next((j for j in g['judge'] if isinstance(j, str) and j), 'none')})
     return pd.DataFrame(rows)

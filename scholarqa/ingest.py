@@ -16,8 +16,12 @@ import signal
 import threading
 import time
 from tqdm.auto import tqdm
-from .doc import IngestError, MAX_FILE_BYTES, TIME_LIMIT, Paper, RecordError, atomic_write_json, atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict, resolve_references, writer_lock
-from .readers.base import READERS, SIDECAR_METADATA, _bare_suffix, detect_format, load_readers, sidecar_metadata
+from .doc import (
+    IngestError, MAX_FILE_BYTES, TIME_LIMIT, Paper, RecordError, atomic_write_json,
+    atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict,
+    resolve_references, writer_lock)
+from .readers.base import (
+    READERS, SIDECAR_METADATA, _bare_suffix, detect_format, load_readers, sidecar_metadata)
 
 load_readers()   # every reader module of scholarqa.readers registers its formats, in a fixed order
 
@@ -28,10 +32,12 @@ __all__ = ['MANIFEST', 'MANIFEST_VERSION', 'PARSER_VERSION', 'STRICT_SUFFIXES', 
 # %% ../nbs/00b_ingest.ipynb #24ea3bcd
 MANIFEST = 'manifest.json'
 MANIFEST_VERSION = 1
-PARSER_VERSION = '2'   # bump when readers or ids change meaning: every file is parsed again on the next ingest
+# bump when readers or ids change meaning: every file is parsed again on the next ingest
+PARSER_VERSION = '2'
 
 def file_fingerprint(path, fmt: str | None = None) -> str:
-    "blake2b of the file's bytes (plus its sidecar metadata record for Markdown, so editing metadata re-ingests the paper)."
+    """blake2b of the file's bytes (plus its sidecar metadata record for Markdown, so editing
+    metadata re-ingests the paper)."""
     h = hashlib.blake2b(digest_size=16)
     with open(path, 'rb') as f:
         for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
@@ -51,17 +57,22 @@ def load_manifest(out) -> dict:
     if not p.exists(): return {'version': MANIFEST_VERSION, 'files': {}}
     try: m = json.loads(p.read_text(encoding='utf-8'))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise IngestError(p, f'manifest is unreadable ({e}); move it away to rebuild the corpus from the sources') from e
-    if m.get('version') != MANIFEST_VERSION: raise IngestError(p, f"manifest version {m.get('version')} is not {MANIFEST_VERSION}")
+        raise IngestError(p,
+                          f'manifest is unreadable ({e}); move it away to rebuild the corpus from '
+                          'the sources') from e
+    if m.get('version') != MANIFEST_VERSION:
+        raise IngestError(p, f"manifest version {m.get('version')} is not {MANIFEST_VERSION}")
     return m
 
 def shard_name(source: str) -> str: return f'papers/{blake2b_hex(source, 10)}.jsonl'
 
 def _read_shard(out: Path, rel: str) -> list[dict]:
-    return [json.loads(l) for l in (out / rel).read_text(encoding='utf-8').splitlines() if l.strip()]
+    return [json.loads(l) for l in (out / rel).read_text(encoding='utf-8').splitlines()
+            if l.strip()]
 
 def _shard_hash(out: Path, rel: str) -> str | None:
-    "The source-file hash a shard was written from (stored in each paper's `source`), or None if unreadable/missing."
+    """The source-file hash a shard was written from (stored in each paper's `source`), or None
+    if unreadable/missing."""
     p = out / rel
     if not p.exists(): return None
     try:
@@ -97,46 +108,57 @@ class IngestReport:
     unchanged: int = 0
     changed: int = 0
     removed: int = 0
-    failed: list = field(default_factory=list)     # [{'path', 'error'}] — whole files and single records
+    # [{'path', 'error'}] — whole files and single records
+    failed: list = field(default_factory=list)
     papers: int = 0
     skipped: list = field(default_factory=list)    # files in a folder that no reader claims
     repaired: dict = field(default_factory=dict)
     seconds: float = 0.0
-    merged: list = field(default_factory=list)     # [{'paper_id', 'files', 'kept', 'why'}]: one paper read from several files
+    # [{'paper_id', 'files', 'kept', 'why'}]: one paper read from several files
+    merged: list = field(default_factory=list)
     def to_json(self) -> dict:
-        return {'added': self.added, 'unchanged': self.unchanged, 'changed': self.changed, 'removed': self.removed,
-                'failed': self.failed, 'skipped': self.skipped, 'papers': self.papers, 'merged': self.merged}
+        return {'added': self.added, 'unchanged': self.unchanged, 'changed': self.changed,
+                'removed': self.removed,
+                'failed': self.failed, 'skipped': self.skipped, 'papers': self.papers,
+                'merged': self.merged}
     @property
     def ok(self) -> bool: return not self.failed
 
-STRICT_SUFFIXES = ('.json', '.jsonl')  # a file with these endings that no reader recognises is a failure, not a skip
+# a file with these endings that no reader recognises is a failure, not a skip
+STRICT_SUFFIXES = ('.json', '.jsonl')
 
 def _claimed(path: Path) -> bool:
-    "Does some reader recognise this file, or claim its ending strictly (so that failing to read it is an error)?"
+    """Does some reader recognise this file, or claim its ending strictly (so that failing to
+    read it is an error)?"""
     try: detect_format(path); return True
     except IngestError: pass
     sfx = _bare_suffix(path)
-    return sfx in STRICT_SUFFIXES or any(sfx in s.suffixes and not s.sniff for s in READERS.values())
+    return (sfx in STRICT_SUFFIXES
+            or any(sfx in s.suffixes and not s.sniff for s in READERS.values()))
 
 def _resolved(path: Path) -> Path:
-    "The absolute, symlink-free path; a symlink loop (which `resolve` refuses) stays as it is, made absolute."
+    """The absolute, symlink-free path; a symlink loop (which `resolve` refuses) stays as it is,
+    made absolute."""
     try: return path.resolve()
     except (OSError, RuntimeError): return path.absolute()
 
 def collect_files(paths: Iterable, fmt: str = 'auto') -> tuple[list[Path], list[Path]]:
-    "Expand folders (recursively, skipping hidden files and sidecar metadata); returns (files to read, files nobody claims)."
+    """Expand folders (recursively, skipping hidden files and sidecar metadata); returns (files
+    to read, files nobody claims)."""
     files, skipped = [], []
     for p in map(Path, paths):
         if p.is_dir():
             found = [f for f in sorted(p.rglob('*')) if f.name != SIDECAR_METADATA
                      and not any(part.startswith('.') for part in f.relative_to(p).parts)]
-            files += [f for f in found if f.is_symlink() and not f.exists()]   # dangling or looping: reported, not dropped
+            # dangling or looping: reported, not dropped
+            files += [f for f in found if f.is_symlink() and not f.exists()]
             cands = [f for f in found if f.is_file()]
             companions = set()
             for f in cands:
                 try: spec = READERS.get(detect_format(f) if fmt == 'auto' else fmt)
                 except IngestError: continue
-                if spec and spec.companions: companions |= {_resolved(c) for c in spec.companions(f)}
+                if spec and spec.companions:
+                    companions |= {_resolved(c) for c in spec.companions(f)}
             for f in cands:
                 if _resolved(f) in companions: continue
                 if fmt == 'auto' and not _claimed(f): skipped.append(f); continue
@@ -146,19 +168,23 @@ def collect_files(paths: Iterable, fmt: str = 'auto') -> tuple[list[Path], list[
 
 # %% ../nbs/00b_ingest.ipynb #2f299445
 class _TimeUp(BaseException):
-    "Raised by the alarm inside a reader; a BaseException, so that no reader's `except Exception` can swallow it."
+    """Raised by the alarm inside a reader; a BaseException, so that no reader's `except
+    Exception` can swallow it."""
 
 @contextlib.contextmanager
 def _time_limit(seconds):
-    "Interrupt the block after `seconds` (SIGALRM: Unix, main thread only; elsewhere the block runs unlimited)."
-    if not seconds or not hasattr(signal, 'setitimer') or threading.current_thread() is not threading.main_thread():
+    """Interrupt the block after `seconds` (SIGALRM: Unix, main thread only; elsewhere the block
+    runs unlimited)."""
+    if (not seconds or not hasattr(signal, 'setitimer')
+        or threading.current_thread() is not threading.main_thread()):
         yield; return
     def alarm(signum, frame): raise _TimeUp()
     old = signal.signal(signal.SIGALRM, alarm); signal.setitimer(signal.ITIMER_REAL, seconds)
     try: yield
     finally: signal.setitimer(signal.ITIMER_REAL, 0); signal.signal(signal.SIGALRM, old)
 
-def _parse_file(path: Path, fmt: str, splitter, opts, time_limit=TIME_LIMIT) -> tuple[list[Paper], list[RecordError]]:
+def _parse_file(path: Path, fmt: str, splitter, opts,
+                time_limit=TIME_LIMIT) -> tuple[list[Paper], list[RecordError]]:
     spec = READERS.get(fmt)
     if spec is None: raise IngestError(path, f'unknown format {fmt!r}; known: {", ".join(READERS)}')
     papers, errors = [], []
@@ -167,30 +193,39 @@ def _parse_file(path: Path, fmt: str, splitter, opts, time_limit=TIME_LIMIT) -> 
             for item in spec.read(path, splitter=splitter, **opts):
                 (errors if isinstance(item, RecordError) else papers).append(item)
     except _TimeUp:
-        raise IngestError(path, f'reading it took longer than the time limit of {time_limit:g} s (the reader may loop on this '
+        raise IngestError(path,
+                          f'reading it took longer than the time limit of {time_limit:g} s (the '
+                          'reader may loop on this '
                                 f'file; raise the limit with --time-limit)') from None
     except IngestError: raise
     except Exception as e:
         raise IngestError(path, f'{fmt} reader failed: {type(e).__name__}: {e}') from e
-    if not papers and errors: raise IngestError(path, f'no readable record ({len(errors)} bad, first: {errors[0].reason})')
+    if not papers and errors:
+        raise IngestError(path,
+                          f'no readable record ({len(errors)} bad, first: {errors[0].reason})')
     if not papers: raise IngestError(path, 'no papers found')
     return papers, errors
 
 def merged_papers(man: dict) -> list[dict]:
-    "Papers that several ingested files hold (a PDF and its Markdown, a record in two dumps): which files, which one is kept, why."
+    """Papers that several ingested files hold (a PDF and its Markdown, a record in two dumps):
+    which files, which one is kept, why."""
     where = {}
-    for key, e in sorted(man['files'].items()):                # path order: the order `Corpus.load` reads, first one kept
+    # path order: the order `Corpus.load` reads, first one kept
+    for key, e in sorted(man['files'].items()):
         if e.get('shard'):
             for pid in e['papers']: where.setdefault(pid, []).append(key)
     return [{'paper_id': pid, 'files': files, 'kept': files[0],
-             'why': 'same paper id (same content and source ids): one paper; the first file in path order is kept'}
+             'why': 'same paper id (same content and source ids): one paper; the first file in '
+                    'path order is kept'}
             for pid, files in where.items() if len(files) > 1]
 
-def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None, progress: bool = True,
+def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
+           progress: bool = True,
            max_bytes: int = MAX_FILE_BYTES, save_every: float = 1.0,
            time_limit: float | None = TIME_LIMIT,        # seconds per file (the main thread only); None: no limit
            **reader_opts) -> IngestReport:
-    "Ingest files/folders into output folder `out` incrementally (see the rules above); returns an `IngestReport`."
+    """Ingest files/folders into output folder `out` incrementally (see the rules above); returns
+    an `IngestReport`."""
     t0 = time.time()
     out = Path(out); (out / 'papers').mkdir(parents=True, exist_ok=True)
     paths = [Path(p) for p in paths]
@@ -211,37 +246,54 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
             seen.add(key)
             entry = man['files'].get(key)
             try:
-                if path.is_symlink() and not path.exists(): raise IngestError(path, 'a symlink that leads nowhere (dangling, or a loop)')
+                if path.is_symlink() and not path.exists():
+                    raise IngestError(path, 'a symlink that leads nowhere (dangling, or a loop)')
                 if not path.exists(): raise IngestError(path, 'no such file')
                 if path.stat().st_size == 0: raise IngestError(path, 'empty file')
                 if path.stat().st_size > max_bytes:
-                    raise IngestError(path, f'file is {path.stat().st_size:,} bytes, over the limit of {max_bytes:,}')
+                    raise IngestError(path,
+                                      f'file is {path.stat().st_size:,} bytes, over the limit of '
+                                      f'{max_bytes:,}')
                 f = detect_format(path) if fmt == 'auto' else fmt
                 h = file_fingerprint(path, f)
-                if (entry and entry.get('hash') == h and entry.get('shard') and entry['status'] in ('ok', 'partial')
+                if (entry and entry.get('hash') == h and entry.get('shard')
+                    and entry['status'] in ('ok', 'partial')
                         and entry.get('parser') == PARSER_VERSION):
                     rep.unchanged += 1; continue
-                papers, errors = _parse_file(path, f, splitter, dict(reader_opts, max_bytes=max_bytes), time_limit)
-            except (IngestError, OSError) as e:   # OSError: unreadable, vanished, a folder by that name — this file only
-                reason = e.reason if isinstance(e, IngestError) else f'cannot read file ({e.strerror or e})'
+                papers, errors = _parse_file(path, f, splitter,
+                                             dict(reader_opts, max_bytes=max_bytes), time_limit)
+            # OSError: unreadable, vanished, a folder by that name — this file only
+            except (IngestError, OSError) as e:
+                reason = (e.reason if isinstance(e, IngestError)
+                          else f'cannot read file ({e.strerror or e})')
                 rep.failed.append({'path': str(path), 'error': reason})
                 if entry: entry.update(status='failed', error=reason, checked=time.time())
-                else: man['files'][key] = {'status': 'failed', 'error': reason, 'hash': None, 'shard': None, 'papers': [],
+                else: man['files'][key] = {'status': 'failed', 'error': reason, 'hash': None,
+                                           'shard': None, 'papers': [],
                                           'checked': time.time()}
                 continue
-            for p in papers: p.source = {'format': f, 'path': key, 'record': p.source.get('record', ''), 'file_hash': h}
+            for p in papers:
+                p.source = {'format': f, 'path': key, 'record': p.source.get('record', ''),
+                            'file_hash': h}
             uniq, dup = {}, 0
             for p in papers:
                 if p.id in uniq: dup += 1
                 else: uniq[p.id] = p
             rel = shard_name(key)
-            atomic_write_text(out / rel, ''.join(json.dumps(paper_to_dict(p), ensure_ascii=False) + '\n' for p in uniq.values()))
+            atomic_write_text(out / rel,
+                              ''
+                              .join(json.dumps(paper_to_dict(p), ensure_ascii=False) + '\n'
+                                    for p in uniq.values()))
             was_ok = entry and entry.get('shard')
-            man['files'][key] = {'status': 'partial' if errors else 'ok', 'format': f, 'hash': h, 'shard': rel, 'shard_hash': h,
+            man['files'][key] = {'status': 'partial' if errors else 'ok', 'format': f, 'hash': h,
+                                 'shard': rel, 'shard_hash': h,
                                  'parser': PARSER_VERSION,
-                                 'papers': list(uniq), 'size': path.stat().st_size, 'duplicates_in_file': dup,
-                                 'errors': [str(e) for e in errors[:100]], 'n_errors': len(errors), 'checked': time.time()}
-            if time.time() - last_save > save_every:    # progress survives a crash; the end of the run always saves
+                                 'papers': list(uniq), 'size': path.stat().st_size,
+                                 'duplicates_in_file': dup,
+                                 'errors': [str(e) for e in errors[:100]], 'n_errors': len(errors),
+                                 'checked': time.time()}
+            # progress survives a crash; the end of the run always saves
+            if time.time() - last_save > save_every:
                 atomic_write_json(out / MANIFEST, man); last_save = time.time()
             rep.failed += [{'path': f'{e.path} [{e.record}]', 'error': e.reason} for e in errors]
             if was_ok: rep.changed += 1
@@ -256,15 +308,18 @@ def ingest(paths: Iterable, out, fmt: str = 'auto', splitter: str | None = None,
                 entry.update(status='removed', shard=None, papers=[], removed=time.time())
                 rep.removed += 1
         atomic_write_json(out / MANIFEST, man)
-        rep.papers = len({pid for e in man['files'].values() if e.get('shard') for pid in e['papers']})
+        rep.papers = len({pid for e in man['files'].values() if e.get('shard')
+                          for pid in e['papers']})
         rep.merged = merged_papers(man)
     rep.seconds = round(time.time() - t0, 3)
     return rep
 
 # %% ../nbs/00b_ingest.ipynb #78e216dd
 class Corpus:
-    "Papers plus the manifest they came from. Iterate it, index it by paper id, or look papers up by source id."
-    def __init__(self, papers: Iterable[Paper] = (), manifest: dict | None = None, resolve: bool = True):
+    """Papers plus the manifest they came from. Iterate it, index it by paper id, or look papers
+    up by source id."""
+    def __init__(self, papers: Iterable[Paper] = (), manifest: dict | None = None,
+                 resolve: bool = True):
         self.papers: dict[str, Paper] = {}
         self.duplicates = 0
         for p in papers:
@@ -289,5 +344,6 @@ class Corpus:
     def __contains__(self, pid): return pid in self.papers
     def by_source_id(self, kind: str, value) -> Paper | None:
         v = norm_source_id(kind, value)
-        return next((p for p in self if kind in p.source_ids and norm_source_id(kind, p.source_ids[kind]) == v), None)
+        return next((p for p in self if kind in p.source_ids
+                     and norm_source_id(kind, p.source_ids[kind]) == v), None)
     def __repr__(self): return f'Corpus({len(self)} papers, {self.resolved} resolved references)'

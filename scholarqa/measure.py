@@ -34,24 +34,30 @@ def file_hash(path, nbytes: int = 16) -> str:
     return h.hexdigest()
 
 def tree_hash(folder, nbytes: int = 16) -> str:
-    "One blake2b over every file below `folder`: relative path and content hash, in sorted order (hidden files excluded)."
+    """One blake2b over every file below `folder`: relative path and content hash, in sorted
+    order (hidden files excluded)."""
     folder = Path(folder)
     h = hashlib.blake2b(digest_size=nbytes)
-    for f in sorted(p for p in folder.rglob('*') if p.is_file() and not any(s.startswith('.') for s in p.relative_to(folder).parts)):
+    for f in sorted(p for p in folder.rglob('*') if p.is_file()
+                    and not any(s.startswith('.') for s in p.relative_to(folder).parts)):
         h.update(f'{f.relative_to(folder).as_posix()}\x00{file_hash(f)}\n'.encode())
     return h.hexdigest()
 
 def notebook_hash(path, nbytes: int = 16) -> str:
-    "blake2b of a notebook's cell types and sources (not its outputs or metadata): what the code was when it ran."
+    """blake2b of a notebook's cell types and sources (not its outputs or metadata): what the
+    code was when it ran."""
     cells = json.loads(Path(path).read_text(encoding='utf-8'))['cells']
     h = hashlib.blake2b(digest_size=nbytes)
     for c in cells: h.update((c['cell_type'] + '\x00' + ''.join(c['source']) + '\x01').encode())
     return h.hexdigest()
 
 # %% ../nbs/00h_measure.ipynb #8ffe5274
-RESULT_PACKAGES = ('scholarqa', 'numpy', 'scipy', 'pandas', 'scikit-learn', 'torch', 'transformers', 'sentence-transformers',
-                   'tokenizers', 'safetensors', 'onnx', 'onnxruntime', 'faiss-cpu', 'bm25s', 'rank-bm25', 'rdflib', 'pyoxigraph',
-                   'spacy', 'en-core-web-sm', 'torch-geometric', 'networkx', 'llama-cpp-python', 'openai', 'pymupdf', 'pypdf',
+RESULT_PACKAGES = ('scholarqa', 'numpy', 'scipy', 'pandas', 'scikit-learn', 'torch', 'transformers',
+                   'sentence-transformers',
+                   'tokenizers', 'safetensors', 'onnx', 'onnxruntime', 'faiss-cpu', 'bm25s',
+                   'rank-bm25', 'rdflib', 'pyoxigraph',
+                   'spacy', 'en-core-web-sm', 'torch-geometric', 'networkx', 'llama-cpp-python',
+                   'openai', 'pymupdf', 'pypdf',
                    'umap-learn', 'hdbscan', 'matplotlib', 'papermill', 'nbdev', 'ir-measures')
 
 def package_versions(names=RESULT_PACKAGES) -> dict:
@@ -75,28 +81,37 @@ def set_seeds(seed: int) -> int:
 
 # %% ../nbs/00h_measure.ipynb #e39b2899
 def project_root(start=None) -> Path | None:
-    "The scholarqa checkout (folder with `pyproject.toml` and `nbs/`) at or above `start` (default: the working directory), else None."
+    """The scholarqa checkout (folder with `pyproject.toml` and `nbs/`) at or above `start`
+    (default: the working directory), else None."""
     for d in [Path(start or Path.cwd()).resolve(), *Path(start or Path.cwd()).resolve().parents]:
         if (d / 'pyproject.toml').exists() and (d / 'nbs').is_dir(): return d
     return None
 
 def git_state(root=None) -> dict:
-    "{'commit', 'dirty', 'changed'}: HEAD of the checkout at `root` and how many tracked files outside outputs/ differ from it."
+    """{'commit', 'dirty', 'changed'}: HEAD of the checkout at `root` and how many tracked files
+    outside outputs/ differ from it."""
     root = Path(root or project_root() or '.')
     try:
-        run = lambda *a: subprocess.run(['git', '-C', str(root), *a], capture_output=True, text=True, timeout=30, check=True).stdout
+        run = lambda *a: subprocess.run(['git', '-C', str(root), *a], capture_output=True,
+                                        text=True, timeout=30, check=True).stdout
         commit = run('rev-parse', 'HEAD').strip()
         changed = [l for l in run('status', '--porcelain', '--untracked-files=no').splitlines()
-                   if l.strip() and not l[3:].startswith('outputs/')]     # a run's own products are not what ran
-    except (OSError, subprocess.SubprocessError): return {'commit': None, 'dirty': None, 'changed': None}
+                   # a run's own products are not what ran
+                   if l.strip() and not l[3:].startswith('outputs/')]
+    except (OSError, subprocess.SubprocessError): return {'commit': None, 'dirty': None,
+                                                          'changed': None}
     return {'commit': commit, 'dirty': bool(changed), 'changed': len(changed)}
 
 def portable_path(path, root=None, data_dir=None) -> str:
-    "`path` written so it means the same on any machine: relative to the project root, `$SCHOLARQA_DATA/…`, `~/…` or as given."
+    """`path` written so it means the same on any machine: relative to the project root,
+    `$SCHOLARQA_DATA/…`, `~/…` or as given."""
     p = Path(path).expanduser()
-    p = (p if p.is_absolute() else Path.cwd() / p).resolve()      # a relative path means: relative to where the run is
+    # a relative path means: relative to where the run is
+    p = (p if p.is_absolute() else Path.cwd() / p).resolve()
     root = root or project_root()
-    data = data_dir or os.environ.get('SCHOLARQA_DATA') or (root and (root.parent / 'shared' / 'data'))   # the documented default
+    # the documented default
+    data = (data_dir or os.environ.get('SCHOLARQA_DATA')
+            or (root and (root.parent / 'shared' / 'data')))
     for base, prefix in ((root, ''), (data, '$SCHOLARQA_DATA/'), (Path.home(), '~/')):
         if not base: continue
         try: return prefix + p.relative_to(Path(base).resolve()).as_posix()
@@ -117,40 +132,51 @@ def _own_cpu_seconds() -> float:
     return t.user + t.system
 
 class OtherLoad:
-    "Context manager: how many cores *other* processes kept busy while the block ran (`.cores`), and the wall time (`.seconds`)."
+    """Context manager: how many cores *other* processes kept busy while the block ran
+    (`.cores`), and the wall time (`.seconds`)."""
     def __enter__(self):
-        self._busy, self._own, self._t = _proc_busy_seconds(), _own_cpu_seconds(), time.perf_counter()
+        self._busy, self._own, self._t = (_proc_busy_seconds(), _own_cpu_seconds(),
+                                          time.perf_counter())
         return self
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self._t
         busy = _proc_busy_seconds()
         self.cores = None if busy is None or self._busy is None or self.seconds <= 0 else \
-            max(0.0, round((busy - self._busy - (_own_cpu_seconds() - self._own)) / self.seconds, 3))
+            max(0.0,
+                round((busy - self._busy - (_own_cpu_seconds() - self._own)) / self.seconds, 3))
         return False
 
 def thread_settings() -> dict:
-    "The settings that change a CPU timing: cores, torch intra/inter-op threads (if torch is loaded) and the OpenMP/BLAS variables."
+    """The settings that change a CPU timing: cores, torch intra/inter-op threads (if torch is
+    loaded) and the OpenMP/BLAS variables."""
     out = {'cpus': os.cpu_count()}
     if 'torch' in sys.modules:
         import torch
-        out.update(torch_threads=torch.get_num_threads(), torch_interop_threads=torch.get_num_interop_threads())
-    for k in ('OMP_NUM_THREADS', 'OMP_WAIT_POLICY', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'TOKENIZERS_PARALLELISM'):
+        out.update(torch_threads=torch.get_num_threads(),
+                   torch_interop_threads=torch.get_num_interop_threads())
+    for k in ('OMP_NUM_THREADS', 'OMP_WAIT_POLICY', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS',
+              'TOKENIZERS_PARALLELISM'):
         out[k] = os.environ.get(k)
     return out
 
 def resident_mb() -> float:
-    "This process's resident memory now, in MiB (/proc/self/statm; the running peak where there is no /proc)."
-    try: return int(Path('/proc/self/statm').read_text().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2**20
+    """This process's resident memory now, in MiB (/proc/self/statm; the running peak where there
+    is no /proc)."""
+    try: return (int(Path('/proc/self/statm').read_text().split()[1]) * os
+                 .sysconf('SC_PAGE_SIZE') / 2**20)
     except (OSError, ValueError, IndexError):
         import resource
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 def cpu_model() -> str:
-    "The CPU's model name and widest vector unit (Linux), e.g. 'AMD EPYC (avx2)': float results can differ in the last digits between CPUs."
+    """The CPU's model name and widest vector unit (Linux), e.g. 'AMD EPYC (avx2)': float results
+    can differ in the last digits between CPUs."""
     try: info = Path('/proc/cpuinfo').read_text()
     except OSError: return platform.processor() or platform.machine()
-    name = next((l.split(':', 1)[1].strip() for l in info.splitlines() if l.startswith('model name')), 'unknown')
-    flags = set(next((l.split(':', 1)[1].split() for l in info.splitlines() if l.startswith('flags')), []))
+    name = next((l.split(':', 1)[1].strip() for l in info.splitlines()
+                 if l.startswith('model name')), 'unknown')
+    flags = set(next((l.split(':', 1)[1].split() for l in info.splitlines()
+                      if l.startswith('flags')), []))
     simd = next((f for f in ('avx512f', 'avx2', 'avx', 'sse4_2') if f in flags), 'no avx')
     return f'{name} ({simd})'
 
@@ -161,11 +187,14 @@ def machine_state() -> dict:
     return {'loadavg': load, **thread_settings()}
 
 # %% ../nbs/00h_measure.ipynb #9c8b5556
-QUERY_THREADS = 1    # threads for one query: close to the best on a quiet machine, far better under load (outputs/02_index/speed_query_threads.md)
+# threads for one query: close to the best on a quiet machine, far better under load
+# (outputs/02_index/speed_query_threads.md)
+QUERY_THREADS = 1
 
 @contextlib.contextmanager
 def query_threads(n: int = QUERY_THREADS):
-    "Run the block with torch and FAISS (if loaded) on `n` threads, restoring the previous settings afterwards."
+    """Run the block with torch and FAISS (if loaded) on `n` threads, restoring the previous
+    settings afterwards."""
     torch, faiss = sys.modules.get('torch'), sys.modules.get('faiss')
     keep_t = torch.get_num_threads() if torch is not None else None
     keep_f = faiss.omp_get_max_threads() if faiss is not None else None
@@ -177,16 +206,19 @@ def query_threads(n: int = QUERY_THREADS):
         if keep_f is not None and keep_f != n: faiss.omp_set_num_threads(keep_f)
 
 def quiet_openmp() -> bool:
-    "Set OMP_WAIT_POLICY=PASSIVE unless the user chose a policy; True if it can still take effect (torch not yet imported)."
+    """Set OMP_WAIT_POLICY=PASSIVE unless the user chose a policy; True if it can still take
+    effect (torch not yet imported)."""
     os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
     return 'torch' not in sys.modules
 
 # %% ../nbs/00h_measure.ipynb #78aed38a
-BUSY_CORES = 0.25    # average cores used by other processes above which a timing is flagged as measured under load
+# average cores used by other processes above which a timing is flagged as measured under load
+BUSY_CORES = 0.25
 MIN_WINDOW_S = 0.25  # shortest window over which others' CPU use is measured
 
 def time_calls(fn, inputs, warmup: int = 3, repeat: int = 1) -> dict:
-    "Time `fn(x)` for every input (`repeat` passes, after `warmup` untimed calls): n, p50/p95/mean ms, others' load, threads."
+    """Time `fn(x)` for every input (`repeat` passes, after `warmup` untimed calls): n,
+    p50/p95/mean ms, others' load, threads."""
     import numpy as np
     inputs = list(inputs)
     if not inputs: raise ValueError('time_calls needs at least one input')
@@ -198,17 +230,22 @@ def time_calls(fn, inputs, warmup: int = 3, repeat: int = 1) -> dict:
         for _ in range(repeat):
             for x in inputs:
                 t = time.perf_counter(); fn(x); ms.append((time.perf_counter() - t) * 1e3)
-        # the kernel counts CPU time in ticks of 10 ms: a window shorter than MIN_WINDOW_S cannot say who else was busy,
-        # so it is stretched by sleeping (the timed calls are unaffected; others' use during the sleep is the estimate)
+        # the kernel counts CPU time in ticks of 10 ms: a window shorter than MIN_WINDOW_S cannot
+        # say who else was busy,
+        # so it is stretched by sleeping (the timed calls are unaffected; others' use during the
+        # sleep is the estimate)
         time.sleep(max(0.0, MIN_WINDOW_S - (time.perf_counter() - t0)))
     s = thread_settings()
-    return {'n': len(ms), 'p50_ms': round(float(np.percentile(ms, 50)), 3), 'p95_ms': round(float(np.percentile(ms, 95)), 3),
+    return {'n': len(ms), 'p50_ms': round(float(np.percentile(ms, 50)), 3),
+            'p95_ms': round(float(np.percentile(ms, 95)), 3),
             'mean_ms': round(float(np.mean(ms)), 3), 'other_cores': other.cores,
             'alone': None if other.cores is None else other.cores <= BUSY_CORES,
-            'load_before': load_before[0] if load_before else None, 'torch_threads': s.get('torch_threads'),
+            'load_before': load_before[0] if load_before else None,
+            'torch_threads': s.get('torch_threads'),
             'omp_wait_policy': s.get('OMP_WAIT_POLICY')}
 
-TIMING_FIELDS = ('n', 'p50_ms', 'p95_ms', 'mean_ms', 'other_cores', 'alone', 'load_before', 'torch_threads', 'omp_wait_policy')
+TIMING_FIELDS = (('n', 'p50_ms', 'p95_ms', 'mean_ms', 'other_cores', 'alone', 'load_before',
+                  'torch_threads', 'omp_wait_policy'))
 
 # %% ../nbs/00h_measure.ipynb #2d040030
 def _spin(stop) -> None:
@@ -216,39 +253,48 @@ def _spin(stop) -> None:
 
 @contextlib.contextmanager
 def hold_cores(n: int | None = None, settle: float = 0.5):
-    "Keep `n` cores (default: all) busy with spinning processes while the block runs: a reproducible 'under load' condition."
+    """Keep `n` cores (default: all) busy with spinning processes while the block runs: a
+    reproducible 'under load' condition."""
     import multiprocessing as mp
     ctx = mp.get_context('fork') if 'fork' in mp.get_all_start_methods() else mp.get_context()
     stop = ctx.Event()
-    procs = [ctx.Process(target=_spin, args=(stop,), daemon=True) for _ in range(n or os.cpu_count() or 1)]
+    procs = [ctx.Process(target=_spin, args=(stop,), daemon=True)
+             for _ in range(n or os.cpu_count() or 1)]
     for p in procs: p.start()
-    time.sleep(settle)                          # let the spinners reach the CPU before anything is timed
+    time.sleep(settle)  # let the spinners reach the CPU before anything is timed
     try: yield len(procs)
     finally:
         stop.set()
         for p in procs: p.join(timeout=5)
 
 # %% ../nbs/00h_measure.ipynb #a717d417
-PORTABLE_NUMERICS = {'ATEN_CPU_CAPABILITY': 'avx2', 'MKL_CBWR': 'AVX2', 'MKL_ENABLE_INSTRUCTIONS': 'AVX2',
-                     'ONEDNN_MAX_CPU_ISA': 'AVX2', 'DNNL_MAX_CPU_ISA': 'AVX2', 'FAISS_SIMD_LEVEL': 'AVX2',
+PORTABLE_NUMERICS = {'ATEN_CPU_CAPABILITY': 'avx2', 'MKL_CBWR': 'AVX2',
+                     'MKL_ENABLE_INSTRUCTIONS': 'AVX2',
+                     'ONEDNN_MAX_CPU_ISA': 'AVX2', 'DNNL_MAX_CPU_ISA': 'AVX2',
+                     'FAISS_SIMD_LEVEL': 'AVX2',
                      'FAISS_OPT_LEVEL': 'AVX2',
-                     'NPY_DISABLE_CPU_FEATURES': 'X86_V4 AVX512_ICL AVX512_SPR', 'NUMBA_CPU_NAME': 'haswell',
+                     'NPY_DISABLE_CPU_FEATURES': 'X86_V4 AVX512_ICL AVX512_SPR',
+                     'NUMBA_CPU_NAME': 'haswell',
                      'OPENBLAS_CORETYPE': 'Haswell'}
-KEPT_IF_SET = ('OPENBLAS_CORETYPE',)     # set by the environment on some processors, to avoid wrong results: never overridden
+# set by the environment on some processors, to avoid wrong results: never overridden
+KEPT_IF_SET = ('OPENBLAS_CORETYPE',)
 
 def portable_numerics_env(environ=None) -> dict:
-    "The variables that pin every numeric library to its AVX2 kernels, for a child process (a value the caller set wins)."
+    """The variables that pin every numeric library to its AVX2 kernels, for a child process (a
+    value the caller set wins)."""
     environ = os.environ if environ is None else environ
     return {k: environ.get(k, v) if k in KEPT_IF_SET else v for k, v in PORTABLE_NUMERICS.items()}
 
 def kernel_settings(environ=None) -> str:
-    "This process's kernel variables as one string: part of any cache key of computed floats (pinned and free differ)."
+    """This process's kernel variables as one string: part of any cache key of computed floats
+    (pinned and free differ)."""
     environ = os.environ if environ is None else environ
     return ' '.join(f'{k}={environ.get(k, "")}' for k in PORTABLE_NUMERICS)
 
 # %% ../nbs/00h_measure.ipynb #dd0b688a
 def numeric_dispatch() -> dict:
-    "The kernels each numeric library loaded in this process chose (libraries not loaded are left out)."
+    """The kernels each numeric library loaded in this process chose (libraries not loaded are
+    left out)."""
     out = {k: os.environ[k] for k in PORTABLE_NUMERICS if k in os.environ}
     if 'torch' in sys.modules: out['torch'] = sys.modules['torch'].backends.cpu.get_cpu_capability()
     if 'numpy' in sys.modules:
@@ -256,7 +302,8 @@ def numeric_dispatch() -> dict:
         out['numpy'] = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
         try:
             from threadpoolctl import threadpool_info
-            out['blas'] = sorted({f"{i['internal_api']}:{i.get('architecture')}" for i in threadpool_info() if i['user_api'] == 'blas'})
+            out['blas'] = sorted({f"{i['internal_api']}:{i.get('architecture')}"
+                                  for i in threadpool_info() if i['user_api'] == 'blas'})
         except ImportError: pass
     if 'faiss' in sys.modules and hasattr(sys.modules['faiss'], 'SIMDConfig'):
         out['faiss'] = sys.modules['faiss'].SIMDConfig.get_level_name()
@@ -264,16 +311,20 @@ def numeric_dispatch() -> dict:
 
 # %% ../nbs/00h_measure.ipynb #a7a9db35
 class MissingComponent(RuntimeError):
-    "A run needed a component (model, backend, dataset) that is not available, and its parameters do not allow that."
+    """A run needed a component (model, backend, dataset) that is not available, and its
+    parameters do not allow that."""
 
-ENV_SETTINGS = ('SCHOLARQA_DATA', 'SCHOLARQA_CACHE', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'OMP_NUM_THREADS',
+ENV_SETTINGS = ('SCHOLARQA_DATA', 'SCHOLARQA_CACHE', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE',
+                'OMP_NUM_THREADS',
                 'OMP_WAIT_POLICY', 'MKL_NUM_THREADS', 'TOKENIZERS_PARALLELISM', 'PYTHONHASHSEED')
 
 def _process_start() -> float:
-    "Unix time this process started (the kernel's first cell comes just after), from /proc; else this module's import time."
+    """Unix time this process started (the kernel's first cell comes just after), from /proc;
+    else this module's import time."""
     try:
         start_ticks = int(Path('/proc/self/stat').read_text().rsplit(')', 1)[1].split()[19])
-        btime = next(int(l.split()[1]) for l in Path('/proc/stat').read_text().splitlines() if l.startswith('btime'))
+        btime = next(int(l.split()[1]) for l in Path('/proc/stat').read_text().splitlines()
+                     if l.startswith('btime'))
         return btime + start_ticks / os.sysconf('SC_CLK_TCK')
     except (OSError, ValueError, IndexError, StopIteration): return _IMPORTED
 
@@ -283,23 +334,25 @@ def _portable(obj, root):
     "Parameters with absolute paths made portable (strings that look like absolute paths)."
     if isinstance(obj, dict): return {k: _portable(v, root) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)): return [_portable(v, root) for v in obj]
-    if isinstance(obj, Path) or (isinstance(obj, str) and obj.startswith('/')): return portable_path(obj, root)
+    if isinstance(obj, Path) or (isinstance(obj, str) and obj.startswith('/')):
+        return portable_path(obj, root)
     return obj
 
 # %% ../nbs/00h_measure.ipynb #050894fa
 @dataclass
 class RunRecord:
     "Collects what a notebook run did; `save()` writes `<out_dir>/run_record_<name>.json`."
-    notebook: str                                     # the record's name (several records per notebook are allowed)
+    notebook: str  # the record's name (several records per notebook are allowed)
     out_dir: Path
     params: dict = field(default_factory=dict)
     seeds: dict = field(default_factory=dict)
-    data_files: dict = field(default_factory=dict)    # portable path -> blake2b (folders: tree hash)
+    data_files: dict = field(default_factory=dict)  # portable path -> blake2b (folders: tree hash)
     models: dict = field(default_factory=dict)        # role -> {'id', 'hash'}
     outputs: list = field(default_factory=list)       # files this run wrote
     notes: dict = field(default_factory=dict)
     skipped: list = field(default_factory=list)       # [{'what', 'why'}]
-    tables: dict = field(default_factory=dict)        # table name -> {'rows', 'columns', 'timing_columns'}
+    # table name -> {'rows', 'columns', 'timing_columns'}
+    tables: dict = field(default_factory=dict)
     started: float = field(default_factory=_process_start)
 
     def __post_init__(self):
@@ -309,13 +362,16 @@ class RunRecord:
     def add_data(self, *paths) -> None:
         "Record input files with their hashes (a folder: one tree hash over its files)."
         for p in map(Path, paths):
-            self.data_files[portable_path(p, self.root)] = tree_hash(p) if p.is_dir() else file_hash(p)
+            self.data_files[portable_path(p, self.root)] = (tree_hash(p) if p.is_dir()
+                                                            else file_hash(p))
 
     def add_model(self, role: str, model) -> None:
-        "Record a model: a local file or folder by content hash; a hub name (or an object) by its id, marked unhashed."
+        """Record a model: a local file or folder by content hash; a hub name (or an object) by
+        its id, marked unhashed."""
         path = Path(str(model)) if isinstance(model, (str, Path)) else None
         if path is not None and path.exists():
-            self.models[role] = {'id': portable_path(path, self.root), 'hash': tree_hash(path) if path.is_dir() else file_hash(path)}
+            self.models[role] = {'id': portable_path(path, self.root),
+                                 'hash': tree_hash(path) if path.is_dir() else file_hash(path)}
         else: self.models[role] = {'id': str(model), 'hash': None}
 
     def skip(self, what: str, why: str) -> None:
@@ -323,68 +379,93 @@ class RunRecord:
         self.skipped.append({'what': what, 'why': why})
 
     def missing(self, component: str, error, allow=()) -> None:
-        "A needed component is unavailable: record it if `component` is in `allow` (a run parameter), else raise MissingComponent."
+        """A needed component is unavailable: record it if `component` is in `allow` (a run
+        parameter), else raise MissingComponent."""
         if component not in set(allow or ()):
             raise MissingComponent(f'{self.notebook}: {component} is not available ({error}); '
-                                   f"add {component!r} to the run's allow_missing parameter to run without it")
+                                   f"add {component!r} to the run's allow_missing parameter to run "
+                                   "without it")
         self.skip(component, f'not available: {error}')
 
     def table(self, df, name: str, floatfmt: str = '.3f', index: bool = False, timing=(),
               tolerance: dict | None = None,    # {column: (absolute tolerance, why)}: what the CPU moves
               loose_rows: tuple | None = None   # (column, values, why): rows a re-run may move, compared by presence
               ) -> Path:
-        "Write `df` as `<name>.csv` and `<name>.md`; `timing` names the columns that are timings (compared loosely on re-runs)."
+        """Write `df` as `<name>.csv` and `<name>.md`; `timing` names the columns that are
+        timings (compared loosely on re-runs)."""
         tolerance = {str(c): t for c, t in (tolerance or {}).items()}
         unknown = (set(timing) | set(tolerance)) - set(map(str, df.columns))
-        if unknown: raise ValueError(f'table {name}: timing or tolerance columns {sorted(unknown)} are not columns of the table')
-        bad = [c for c, t in tolerance.items() if not (isinstance(t, tuple) and len(t) == 2 and t[1] and float(t[0]) >= 0)]
-        if bad: raise ValueError(f'table {name}: a tolerance is (absolute tolerance >= 0, why), with a reason: {bad}')
-        if loose_rows is not None and not (len(loose_rows) == 3 and loose_rows[0] in df.columns and loose_rows[2]):
-            raise ValueError(f'table {name}: loose_rows is (a column of the table, its values, why), with a reason')
+        if unknown:
+            raise ValueError(f'table {name}: timing or tolerance columns {sorted(unknown)} are not '
+                             'columns of the table')
+        bad = [c for c, t in tolerance.items()
+               if not (isinstance(t, tuple) and len(t) == 2 and t[1] and float(t[0]) >= 0)]
+        if bad:
+            raise ValueError(f'table {name}: a tolerance is (absolute tolerance >= 0, why), with a '
+                             f'reason: {bad}')
+        if (loose_rows is not None
+            and not (len(loose_rows) == 3 and loose_rows[0] in df.columns and loose_rows[2])):
+            raise ValueError(f'table {name}: loose_rows is (a column of the table, its values, '
+                             'why), with a reason')
         out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / f'{name}.csv', df.to_csv(index=index))
         atomic_write_text(out / f'{name}.md', df.to_markdown(index=index, floatfmt=floatfmt) + '\n')
         self.outputs += [f'{name}.csv', f'{name}.md']
-        self.tables[name] = {'rows': int(len(df)), 'columns': [str(c) for c in df.columns], 'timing_columns': sorted(timing),
-                             **({'tolerances': {c: {'abs': float(t), 'why': w} for c, (t, w) in tolerance.items()}} if tolerance else {}),
-                             **({'loose_rows': {'column': str(loose_rows[0]), 'values': sorted(map(str, loose_rows[1])),
+        self.tables[name] = {'rows': int(len(df)), 'columns': [str(c) for c in df.columns],
+                             'timing_columns': sorted(timing),
+                             **({'tolerances': {c: {'abs': float(t), 'why': w}
+                                                for c, (t, w) in tolerance.items()}} if tolerance
+                                else {}),
+                             **({'loose_rows': {'column': str(loose_rows[0]),
+                                                'values': sorted(map(str, loose_rows[1])),
                                                 'why': loose_rows[2]}} if loose_rows else {})}
         return out / f'{name}.csv'
 
     def figure(self, fig, name: str, dpi: int = 120, timing: bool = False,
-               not_exact: str | None = None) -> Path:   # why its pixels may move (a plot of tolerated columns)
-        "Save a matplotlib figure as `<name>.png` (fixed dpi, no timestamp metadata); `timing=True` if it plots timings."
+               not_exact: str | None = None) -> Path:  # why its pixels may move (a plot of tolerated columns)
+        """Save a matplotlib figure as `<name>.png` (fixed dpi, no timestamp metadata);
+        `timing=True` if it plots timings."""
         import io
         out = Path(self.out_dir); out.mkdir(parents=True, exist_ok=True)
         buf = io.BytesIO()
         fig.savefig(buf, format='png', dpi=dpi, bbox_inches='tight', metadata={'Software': None})
         atomic_write_bytes(out / f'{name}.png', buf.getvalue())
         self.outputs.append(f'{name}.png')
-        self.tables[f'{name}.png'] = {'figure': True, 'timing': bool(timing), **({'not_exact': not_exact} if not_exact else {})}
+        self.tables[f'{name}.png'] = {'figure': True, 'timing': bool(timing),
+                                      **({'not_exact': not_exact} if not_exact else {})}
         return out / f'{name}.png'
 
 # %% ../nbs/00h_measure.ipynb #67f967b2
-NATIVE_INFO: dict = {}      # native library -> what it reports it was built for, noted by whatever loaded it in this process
+# native library -> what it reports it was built for, noted by whatever loaded it in this process
+NATIVE_INFO: dict = {}
 
 def note_native(library: str, info: str) -> None:
-    "Note a native library's own build report (e.g. llama.cpp's system info): every run record saved afterwards carries it."
+    """Note a native library's own build report (e.g. llama.cpp's system info): every run record
+    saved afterwards carries it."""
     NATIVE_INFO[library] = info
 
 def _record(self: RunRecord) -> dict:
     "The record as a JSON-ready dict (see `save`)."
     nb = os.environ.get('SCHOLARQA_NOTEBOOK')
-    source = {'path': portable_path(nb, self.root), 'hash': notebook_hash(nb)} if nb and Path(nb).exists() else \
-             {'path': None, 'hash': None, 'why': 'not run by tools/run_notebooks.py (SCHOLARQA_NOTEBOOK unset)'}
+    source = {'path': portable_path(nb, self.root),
+              'hash': notebook_hash(nb)} if nb and Path(nb).exists() else \
+             {'path': None, 'hash': None,
+              'why': 'not run by tools/run_notebooks.py (SCHOLARQA_NOTEBOOK unset)'}
     return {'notebook': self.notebook, 'source': source, 'git': git_state(self.root),
-            'params': _portable(self.params, self.root), 'seeds': self.seeds, 'data_files': self.data_files,
-            'models': self.models, 'outputs': sorted(set(self.outputs)), 'tables': self.tables, 'skipped': self.skipped,
+            'params': _portable(self.params, self.root), 'seeds': self.seeds,
+            'data_files': self.data_files,
+            'models': self.models, 'outputs': sorted(set(self.outputs)), 'tables': self.tables,
+            'skipped': self.skipped,
             'notes': _portable(self.notes, self.root),
-            'environment': {k: _portable(os.environ[k], self.root) for k in ENV_SETTINGS if k in os.environ},
+            'environment': {k: _portable(os.environ[k], self.root) for k in ENV_SETTINGS
+                            if k in os.environ},
             'machine': {**thread_settings(), 'cpu': cpu_model(), 'numerics': numeric_dispatch(),
                         'load_start': self.load_start, 'load_end': machine_state()['loadavg'],
                         **({'native_libraries': dict(NATIVE_INFO)} if NATIVE_INFO else {})},
-            'wall_time_s': round(time.time() - self.started, 2), 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-            'python': sys.version.split()[0], 'platform': platform.platform(), 'packages': package_versions()}
+            'wall_time_s': round(time.time() - self.started, 2),
+            'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+            'python': sys.version.split()[0], 'platform': platform.platform(),
+            'packages': package_versions()}
 
 def _save(self: RunRecord) -> Path:
     "Write the run record (JSON) next to the outputs."
@@ -397,11 +478,13 @@ RunRecord.record, RunRecord.save = _record, _save
 
 # %% ../nbs/00h_measure.ipynb #78572138
 def _timing_columns(folder: Path) -> dict:
-    "table file name -> declared timing columns, from every run record in `folder` (figures: True if declared timing)."
+    """table file name -> declared timing columns, from every run record in `folder` (figures:
+    True if declared timing)."""
     out = {}
     for rec in Path(folder).glob('run_record_*.json'):
         for name, meta in json.loads(rec.read_text()).get('tables', {}).items():
-            if meta.get('figure'): out[name] = bool(meta.get('timing', False) or meta.get('not_exact'))
+            if meta.get('figure'): out[name] = bool(meta.get('timing', False)
+                                                    or meta.get('not_exact'))
             else: out[f'{name}.csv'] = set(meta.get('timing_columns', ()))
     return out
 
@@ -409,13 +492,15 @@ def _tolerances(folder: Path) -> dict:
     "table file name -> {column: absolute tolerance} declared by the run records in `folder`."
     return {f'{name}.csv': {c: t['abs'] for c, t in meta['tolerances'].items()}
             for rec in Path(folder).glob('run_record_*.json')
-            for name, meta in json.loads(rec.read_text()).get('tables', {}).items() if meta.get('tolerances')}
+            for name, meta in json.loads(rec.read_text()).get('tables', {}).items()
+            if meta.get('tolerances')}
 
 def _loose_rows(folder: Path) -> dict:
     "table file name -> (column, its values) of the rows a run record says a re-run may move."
     return {f'{name}.csv': (meta['loose_rows']['column'], set(meta['loose_rows']['values']))
             for rec in Path(folder).glob('run_record_*.json')
-            for name, meta in json.loads(rec.read_text()).get('tables', {}).items() if meta.get('loose_rows')}
+            for name, meta in json.loads(rec.read_text()).get('tables', {}).items()
+            if meta.get('loose_rows')}
 
 def _same_cell(a: str, b: str, rel: float, tol: float = 0.0) -> bool:
     if a == b: return True
@@ -429,14 +514,17 @@ def _written(folder: Path) -> tuple[dict, set]:
     return recs, {f for r in recs.values() for f in r.get('outputs', [])}
 
 def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) -> list[str]:
-    "Differences between the committed outputs of the run records a fresh run wrote and that run's (CSV cells, figures, files)."
+    """Differences between the committed outputs of the run records a fresh run wrote and that
+    run's (CSV cells, figures, files)."""
     import csv
     committed, fresh = Path(committed), Path(fresh)
     timing, tols, moving = _timing_columns(fresh), _tolerances(fresh), _loose_rows(fresh)
     recs, new = _written(fresh)
-    old = {f for name in recs if (committed / name).exists() for f in json.loads((committed / name).read_text()).get('outputs', [])}
+    old = {f for name in recs if (committed / name).exists()
+           for f in json.loads((committed / name).read_text()).get('outputs', [])}
     diffs = [f'{n}: committed but no longer written by the run' for n in sorted(old - new)]
-    diffs += [f'{n}: written by the run but not committed' for n in sorted(new) if not (committed / n).exists()]
+    diffs += [f'{n}: written by the run but not committed' for n in sorted(new)
+              if not (committed / n).exists()]
     both = {n for n in new if (committed / n).exists()}
     names = lambda d, ext: {n for n in both if n.endswith('.' + ext)}
     for n in sorted(names(committed, 'png') & names(fresh, 'png')):
@@ -446,29 +534,42 @@ def compare_outputs(committed, fresh, rel: float = 1e-6, max_cells: int = 10) ->
         old = list(csv.reader((committed / n).open(encoding='utf-8')))
         new = list(csv.reader((fresh / n).open(encoding='utf-8')))
         if not old or not new or old[0] != new[0]:
-            diffs.append(f'{n}: columns differ: committed {old[0] if old else []}, now {new[0] if new else []}'); continue
+            diffs.append(f'{n}: columns differ: committed {old[0] if old else []}, now '
+                         f'{new[0] if new else []}')
+            continue
         cols, loose = old[0], timing.get(n, set())
-        if len(old) != len(new): diffs.append(f'{n}: {len(old) - 1} rows committed, {len(new) - 1} now')
+        if len(old) != len(new):
+            diffs.append(f'{n}: {len(old) - 1} rows committed, {len(new) - 1} now')
         shown, (lc, lv) = 0, moving.get(n, (None, set()))
         li = cols.index(lc) if lc in cols else None
         for i, (ro, rn) in enumerate(zip(old[1:], new[1:]), 1):
-            if li is not None and ro[li] in lv and rn[li] in lv: continue   # a row its record says a re-run may move
+            # a row its record says a re-run may move
+            if li is not None and ro[li] in lv and rn[li] in lv: continue
             for c, a, b in zip(cols, ro, rn):
                 if c in loose or _same_cell(a, b, rel, tols.get(n, {}).get(c, 0.0)): continue
-                if shown < max_cells: diffs.append(f'{n}: row {i} ({cols[0]}={ro[0]}), column {c!r}: committed {a!r}, now {b!r}')
+                if shown < max_cells:
+                    diffs.append(f'{n}: row {i} ({cols[0]}={ro[0]}), column {c!r}: committed '
+                                 f'{a!r}, now {b!r}')
                 shown += 1
         if shown > max_cells: diffs.append(f'{n}: … and {shown - max_cells} more cells')
-    for name, rec in recs.items():                     # last-digit differences often come from another CPU, not another code
-        was = json.loads((committed / name).read_text()).get('machine', {}).get('cpu') if (committed / name).exists() else None
+    # last-digit differences often come from another CPU, not another code
+    for name, rec in recs.items():
+        was = (json.loads((committed / name).read_text()).get('machine', {}).get('cpu')
+               if (committed / name).exists() else None)
         now = rec.get('machine', {}).get('cpu')
-        if diffs and was != now: diffs.append(f'{name}: the committed run was made on {was or "an unrecorded CPU"}, this one on {now}')
+        if diffs and was != now:
+            diffs.append(f'{name}: the committed run was made on {was or "an unrecorded CPU"}, '
+                         f'this one on {now}')
     return diffs
 
 # %% ../nbs/00h_measure.ipynb #8e630afe
-CI_BELOW = 500       # figures measured on fewer questions than this are published with a bootstrap interval
+# figures measured on fewer questions than this are published with a bootstrap interval
+CI_BELOW = 500
 
-def bootstrap_ci(values, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    "Percentile-bootstrap interval of the mean of `values` (per-question scores); (nan, nan) when there are none."
+def bootstrap_ci(values, n_boot: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the mean of `values` (per-question scores); (nan, nan)
+    when there are none."""
     import numpy as np
     v = np.asarray([x for x in values if x is not None], dtype=float)
     if v.size == 0: return (float('nan'), float('nan'))

@@ -31,7 +31,8 @@ class MethodOptionError(ValueError):
     "A method was asked for with an option it does not take, or a bad value."
 
 # %% ../nbs/03d_method.ipynb #0445db2f
-METHODS: dict = {}    # name -> factory(opened folder, **options) -> Method, with .help, .opens, .marker, .train
+# name -> factory(opened folder, **options) -> Method, with .help, .opens, .marker, .train
+METHODS: dict = {}
 
 def open_index(folder):
     "The opener of the text methods: the index folder `scholarqa index` writes (02g_store)."
@@ -39,18 +40,23 @@ def open_index(folder):
     return IndexStore.load(folder)
 
 def register_method(name: str, help: str = '',
-                    opens=None,               # folder -> what the factory takes (default: `open_index`)
+                    opens=None,  # folder -> what the factory takes (default: `open_index`)
                     inputs=None,              # (folder, **options) -> {name: signature} of what it reads beyond the folder
                     marker: str | None = None,  # a file whose presence makes this the folder's default method
-                    train=None,               # train(folder, **options) -> record, for the methods that learn
-                    decompose: bool = False): # several-paper questions paper by paper unless `decompose=False` is given
-    "Decorator: register `factory(opened, **options) -> Method` under `name` (for the command line and the evaluation harness)."
+                    train=None,  # train(folder, **options) -> record, for the methods that learn
+                    decompose: bool = False):  # several-paper questions paper by paper unless `decompose=False` is given
+    """Decorator: register `factory(opened, **options) -> Method` under `name` (for the command
+    line and the evaluation harness)."""
     def deco(factory):
         have = METHODS.get(name)
-        if have is not None and have.__qualname__ != factory.__qualname__:   # the same definition run again replaces
-            raise ValueError(f'method {name!r} is already registered by {have.__module__}.{have.__qualname__}')
+        # the same definition run again replaces
+        if have is not None and have.__qualname__ != factory.__qualname__:
+            raise ValueError(f'method {name!r} is already registered by '
+                             f'{have.__module__}.{have.__qualname__}')
         factory.help = help or (factory.__doc__ or '').strip()
-        factory.opens, factory.marker, factory.train, factory.decompose = opens or open_index, marker, train, bool(decompose)
+        factory.opens, factory.marker, factory.train, factory.decompose = (opens or open_index,
+                                                                           marker, train,
+                                                                           bool(decompose))
         factory.inputs = inputs
         METHODS[name] = factory
         return factory
@@ -59,25 +65,33 @@ def register_method(name: str, help: str = '',
 def check_options(method: str, options: dict, allowed=()) -> None:
     "Refuse options a method does not take (the message names the option as a command-line flag)."
     extra = sorted(set(options) - set(allowed))
-    if extra: raise MethodOptionError(f"--method {method} does not take {', '.join('--' + o.replace('_', '-') for o in extra)}")
+    if extra:
+        raise MethodOptionError(f"--method {method} does not take "
+                                f"{', '.join('--' + o.replace('_', '-') for o in extra)}")
 
 def method_backend(method: str,                  # who asks, for the message: e.g. 'raptor'
                    llm_backend: str = 'llama_cpp',  # a key of 03's BACKENDS
                    llm_model=None,               # a .gguf path for llama_cpp, a model name otherwise; None: the backend's default
-                   cache_dir=None) -> Backend:   # where its calls are recorded (and replayed from)
-    "The LLM a method's options name (`-o llm_backend=… -o llm_model=…`), recorded; a bad choice is a `MethodOptionError`."
-    kw = {'model_path': llm_model} if llm_backend == 'llama_cpp' else ({'model': llm_model} if llm_model else {})
+                   cache_dir=None) -> Backend:  # where its calls are recorded (and replayed from)
+    """The LLM a method's options name (`-o llm_backend=… -o llm_model=…`), recorded; a bad
+    choice is a `MethodOptionError`."""
+    kw = ({'model_path': llm_model} if llm_backend == 'llama_cpp'
+          else ({'model': llm_model} if llm_model else {}))
     try: return make_backend(llm_backend, cache_dir=Path(cache_dir) if cache_dir else None, **kw)
-    except (BackendError, TypeError) as e: raise MethodOptionError(f'--method {method}: {e}') from None
+    except (BackendError, TypeError) as e: raise MethodOptionError(f'--method {method}: '
+                                                                   f'{e}') from None
 
 # %% ../nbs/03d_method.ipynb #975c90e0
 def method_modules() -> list[str]:
-    "Module names under `scholarqa.methods`, found on disk by name: the registry discovers the floor above, never imports it here."
+    """Module names under `scholarqa.methods`, found on disk by name: the registry discovers the
+    floor above, never imports it here."""
     spec = importlib.util.find_spec('scholarqa.methods')
-    return sorted(x.name for x in pkgutil.iter_modules(spec.submodule_search_locations) if not x.name.startswith('_'))
+    return sorted(x.name for x in pkgutil.iter_modules(spec.submodule_search_locations)
+                  if not x.name.startswith('_'))
 
 def load_methods() -> dict:
-    "Import every method module (each registers itself); returns {module: missing package} for those that could not be imported."
+    """Import every method module (each registers itself); returns {module: missing package} for
+    those that could not be imported."""
     failed = {}
     for name in method_modules():
         try: importlib.import_module(f'scholarqa.methods.{name}')
@@ -92,82 +106,107 @@ def _parsed(module: str) -> ast.Module:
     return ast.parse(Path(importlib.util.find_spec(module).origin).read_text(encoding='utf-8'))
 
 def _constant(expr, module: str, depth: int = 2):
-    "The text an expression of `module` stands for without running it: a literal, or a name bound to one there or imported from a module of ours."
-    if expr is None or (isinstance(expr, ast.Constant) and isinstance(expr.value, str)): return None if expr is None else expr.value
-    if not isinstance(expr, ast.Name) or depth == 0: raise ValueError(f'{module}: {ast.unparse(expr)} is not a constant')
+    """The text an expression of `module` stands for without running it: a literal, or a name
+    bound to one there or imported from a module of ours."""
+    if expr is None or (isinstance(expr, ast.Constant) and isinstance(expr.value, str)):
+        return None if expr is None else expr.value
+    if not isinstance(expr, ast.Name) or depth == 0:
+        raise ValueError(f'{module}: {ast.unparse(expr)} is not a constant')
     for node in _parsed(module).body:
-        for t in node.targets if isinstance(node, ast.Assign) else ():      # NAME = …, or A, NAME = …, …
-            pairs = zip(t.elts, node.value.elts) if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) else [(t, node.value)]
+        # NAME = …, or A, NAME = …, …
+        for t in node.targets if isinstance(node, ast.Assign) else ():
+            pairs = (zip(t.elts, node.value.elts) if isinstance(t, ast.Tuple)
+                     and isinstance(node.value, ast.Tuple) else [(t, node.value)])
             value = next((v for n, v in pairs if isinstance(n, ast.Name) and n.id == expr.id), None)
             if value is not None: return _constant(value, module, depth - 1)
-        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == expr.id for a in node.names):
-            source = importlib.util.resolve_name('.' * node.level + (node.module or ''), module.rpartition('.')[0])
+        if (isinstance(node, ast.ImportFrom)
+            and any((a.asname or a.name) == expr.id for a in node.names)):
+            source = importlib.util.resolve_name('.' * node.level + (node.module or ''),
+                                                 module.rpartition('.')[0])
             name = next(a.name for a in node.names if (a.asname or a.name) == expr.id)
-            if source.split('.')[0] == 'scholarqa': return _constant(ast.Name(name), source, depth - 1)
-    raise ValueError(f'{module}: {expr.id} is not a constant bound in the module or imported from a module of ours')
+            if source.split('.')[0] == 'scholarqa':
+                return _constant(ast.Name(name), source, depth - 1)
+    raise ValueError(f'{module}: {expr.id} is not a constant bound in the module or imported from '
+                     'a module of ours')
 
 @functools.lru_cache(maxsize=1)
 def method_sites() -> dict:
-    "{method name: (module under `scholarqa.methods`, marker file or None)} read from the modules' `@register_method` decorators, importing none."
+    """{method name: (module under `scholarqa.methods`, marker file or None)} read from the
+    modules' `@register_method` decorators, importing none."""
     sites = {}
     for mod in method_modules():
         module = f'scholarqa.methods.{mod}'
         for node in _parsed(module).body:
             for d in getattr(node, 'decorator_list', []):
                 f = getattr(d, 'func', None)
-                if getattr(f, 'id', getattr(f, 'attr', None)) != 'register_method' or not d.args: continue
+                if getattr(f, 'id', getattr(f, 'attr', None)) != 'register_method' or not d.args:
+                    continue
                 marker = next((k.value for k in d.keywords if k.arg == 'marker'), None)
                 sites[_constant(d.args[0], module)] = (mod, _constant(marker, module))
     return sites
 
 def method_names() -> list[str]:
-    "Every method name: those registered, then those the method modules' sources register (without importing them)."
+    """Every method name: those registered, then those the method modules' sources register
+    (without importing them)."""
     return [*METHODS, *(n for n in method_sites() if n not in METHODS)]
 
 def load_method(name: str) -> None:
-    "Import the one module that registers method `name` (nothing when it is registered or unknown); a missing optional package raises `ModuleNotFoundError`."
-    if name not in METHODS and name in method_sites(): importlib.import_module(f'scholarqa.methods.{method_sites()[name][0]}')
+    """Import the one module that registers method `name` (nothing when it is registered or
+    unknown); a missing optional package raises `ModuleNotFoundError`."""
+    if name not in METHODS and name in method_sites():
+        importlib.import_module(f'scholarqa.methods.{method_sites()[name][0]}')
 
 def method_option_names(name: str) -> list[str]:
     "The options a registered method's factory declares (what `-o KEY=VALUE` may set)."
     load_method(name)
     sig = inspect.signature(METHODS[name])
-    return [p for p, v in list(sig.parameters.items())[1:] if v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+    return [p for p, v in list(sig.parameters.items())[1:]
+            if v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
 
 # %% ../nbs/03d_method.ipynb #0218648b
 class RerankedMethod:
-    "Any method with a rerank stage: its top `depth` passages reordered by a cross-encoder, top k; answered as it answers."
+    """Any method with a rerank stage: its top `depth` passages reordered by a cross-encoder, top
+    k; answered as it answers."""
     def __init__(self, method, reranker, depth: int = 30):
         self.method, self.reranker, self.depth = method, reranker, int(depth)
         self.name = f"{getattr(method, 'name', 'method')}+rerank"
-    def __repr__(self): return f'RerankedMethod({self.method!r}, {self.reranker!r}, depth={self.depth})'
+    def __repr__(self):
+        return f'RerankedMethod({self.method!r}, {self.reranker!r}, depth={self.depth})'
     def retrieve(self, question: str, k: int = 5) -> Evidence:
         first = self.method.retrieve(question, max(self.depth, k))
-        return Evidence(self.reranker.rerank(question, first, k), question, **getattr(first, 'trace', {}),
+        return Evidence(self.reranker.rerank(question, first, k), question,
+                        **getattr(first, 'trace', {}),
                         first_stage=[h.chunk.id for h in first])
     def answer(self, question: str, evidence: Evidence, backend) -> Answer:
         return self.method.answer(question, evidence, backend)
 
 # %% ../nbs/03d_method.ipynb #955bcec3
 class DecomposedMethod:
-    "Any text method answering several-paper questions paper by paper (02p_two_paper): each paper's passages, each its answer."
+    """Any text method answering several-paper questions paper by paper (02p_two_paper): each
+    paper's passages, each its answer."""
     def __init__(self, method, **options):    # options: `PaperThenPassage`'s (depth, paper_query, how)
         from scholarqa.retrieval.decompose import PaperThenPassage
         self.method, self.papers = method, PaperThenPassage(method, **options)
-        self.name, self.encoder = f"{getattr(method, 'name', 'method')}+papers", getattr(method, 'encoder', None)
-        self.reranker = getattr(method, 'reranker', None)     # a rerank stage inside stays visible (`ask --json`'s "rerank")
+        self.name, self.encoder = (f"{getattr(method, 'name', 'method')}+papers",
+                                   getattr(method, 'encoder', None))
+        # a rerank stage inside stays visible (`ask --json`'s "rerank")
+        self.reranker = getattr(method, 'reranker', None)
     def __repr__(self): return f'DecomposedMethod({self.method!r}, {self.papers!r})'
 
     def retrieve(self, question: str, k: int = 5) -> Evidence:
-        "The method's own evidence for a one-paper question; else each paper's passages, the split in the trace."
+        """The method's own evidence for a one-paper question; else each paper's passages, the
+        split in the trace."""
         s = self.papers.split(question, k)
         if s.decomposition is None: return s.hits
         d = s.decomposition
-        return Evidence(s.hits, question, decomposition={'parts': d.parts, 'sub_questions': d.sub_questions, 'papers': s.papers})
+        return Evidence(s.hits, question,
+                        decomposition={'parts': d.parts, 'sub_questions': d.sub_questions,
+                                       'papers': s.papers})
 
 # %% ../nbs/03d_method.ipynb #627b16ed
 def decomposed_parts(evidence: Evidence) -> list:
-    "[(part, sub-question, that paper's passages)] of a split question's evidence; [] when it was asked whole."
+    """[(part, sub-question, that paper's passages)] of a split question's evidence; [] when it
+    was asked whole."""
     d = getattr(evidence, 'trace', {}).get('decomposition')
     if not d: return []
     return [(part, sub, evidence.keep([h for h in evidence if h.chunk.paper_id == paper]))
@@ -175,23 +214,30 @@ def decomposed_parts(evidence: Evidence) -> list:
 
 @patch
 def answer(self: DecomposedMethod, question: str, evidence: Evidence, backend) -> Answer:
-    "One answer per paper — the method's own, to that paper's sub-question from that paper's passages — joined."
-    answers = [(part, self.method.answer(sub, own, backend)) for part, sub, own in decomposed_parts(evidence) if own]
+    """One answer per paper — the method's own, to that paper's sub-question from that paper's
+    passages — joined."""
+    answers = [(part, self.method.answer(sub, own, backend))
+               for part, sub, own in decomposed_parts(evidence) if own]
     if not answers: return self.method.answer(question, evidence, backend)
     bad = next(((p, a) for p, a in answers if a.status != 'ok'), None)
     first, each = answers[0][1], [a for _, a in answers]
     return Answer(text='\n'.join(f'{part}: {a.text}' for part, a in answers),
-                  citations=[c for a in each for c in a.citations], unsupported=[u for a in each for u in a.unsupported],
-                  invented=[i for a in each for i in a.invented], hits=list(evidence), backend=first.backend,
+                  citations=[c for a in each for c in a.citations],
+                  unsupported=[u for a in each for u in a.unsupported],
+                  invented=[i for a in each for i in a.invented], hits=list(evidence),
+                  backend=first.backend,
                   model=first.model, support=[x for a in each for x in a.support],
                   completions=[x for a in each for x in a.completions],
-                  status=bad[1].status if bad else 'ok', status_reason=f'{bad[0]}: {bad[1].status_reason}' if bad else '',
+                  status=bad[1].status if bad else 'ok',
+                  status_reason=f'{bad[0]}: {bad[1].status_reason}' if bad else '',
                   plan={'decomposition': evidence.trace['decomposition']}, method=self.name)
 
 # %% ../nbs/03d_method.ipynb #d4a90cf7
 @patch
-def answerability(self: DecomposedMethod, question: str, evidence: Evidence, threshold: float | None = None) -> dict:
-    "03e's decision part by part (answerable when every part is): measured in 02q, not what `ask` uses."
+def answerability(self: DecomposedMethod, question: str, evidence: Evidence,
+                  threshold: float | None = None) -> dict:
+    """03e's decision part by part (answerable when every part is): measured in 02q, not what
+    `ask` uses."""
     from scholarqa.generate.refuse import decide
     enc = answerability_encoder(self.method)
     parts = [(sub, own) for _, sub, own in decomposed_parts(evidence) if own]
@@ -199,7 +245,8 @@ def answerability(self: DecomposedMethod, question: str, evidence: Evidence, thr
     each = [decide(sub, list(own), enc, threshold=threshold) for sub, own in parts]
     worst = min(each, key=lambda x: x['score'])
     return {**worst, 'answerable': all(x['answerable'] for x in each),
-            'parts': [{'question': sub, 'answerable': x['answerable'], 'score': x['score']} for (sub, _), x in zip(parts, each)]}
+            'parts': [{'question': sub, 'answerable': x['answerable'], 'score': x['score']}
+                      for (sub, _), x in zip(parts, each)]}
 
 # %% ../nbs/03d_method.ipynb #df487ec7
 def _is_folder(x) -> bool: return isinstance(x, (str, os.PathLike))
@@ -207,80 +254,108 @@ def _is_folder(x) -> bool: return isinstance(x, (str, os.PathLike))
 def _with_rerank(name, factory, opened, reranker, rerank_depth: int, options: dict):
     "The method `factory` makes of `opened`, with the rerank stage where one is given."
     if reranker is None: return factory(opened, **options)
-    if hasattr(reranker, 'bind'):                                # a learned ranker (02n_ltr) reads its features from the index
-        if not hasattr(opened, 'chunks'): raise MethodOptionError(f'--method {name}: a learned ranker reranks passages of an index, and this method reads none')
+    if hasattr(reranker, 'bind'):  # a learned ranker (02n_ltr) reads its features from the index
+        if not hasattr(opened, 'chunks'):
+            raise MethodOptionError(f'--method {name}: a learned ranker reranks passages of an '
+                                    'index, and this method reads none')
         method = factory(opened, **options)
-        if hasattr(method, 'retriever'): method.retriever = reranker.bind(opened).share_first_stage(method.retriever)
+        if hasattr(method, 'retriever'):
+            method.retriever = reranker.bind(opened).share_first_stage(method.retriever)
         else: reranker.bind(opened)
         return RerankedMethod(method, reranker, rerank_depth)
     if 'reranker' in inspect.signature(factory).parameters:     # the method places the stage itself
         return factory(opened, reranker=reranker, rerank_depth=rerank_depth, **options)
     return RerankedMethod(factory(opened, **options), reranker, rerank_depth)
 
-def open_method(name: str, folder,            # a folder path, or what the method opens it into (an IndexStore, a graph)
+def open_method(name: str,
+                folder,  # a folder path, or what the method opens it into (an IndexStore, a graph)
                 reranker=None,                # a cross-encoder `Reranker` (02j_rerank) or a `LearnedRanker` (02n_ltr): a rerank stage
-                rerank_depth: int = 30,       # passages of the method's own ranking the reranker reads
-                **options) -> Method:         # the method's own, and `decompose` (True or PaperThenPassage's options): 02p_two_paper
-    "Open the method registered as `name` on its folder; a `MethodOptionError` names what was wrong."
+                rerank_depth: int = 30,  # passages of the method's own ranking the reranker reads
+                **options) -> Method:  # the method's own, and `decompose` (True or PaperThenPassage's options): 02p_two_paper
+    """Open the method registered as `name` on its folder; a `MethodOptionError` names what was
+    wrong."""
     load_method(name)
-    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
+    if name not in METHODS:
+        raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
     factory, asked = METHODS[name], 'decompose' in options
     decompose = options.pop('decompose', factory.decompose)
-    if not isinstance(decompose, (bool, dict)): raise MethodOptionError(f'--method {name}: decompose is true, false or an object of options, not {decompose!r}')
+    if not isinstance(decompose, (bool, dict)):
+        raise MethodOptionError(f'--method {name}: decompose is true, false or an object of '
+                                f'options, not {decompose!r}')
     opened = factory.opens(folder) if _is_folder(folder) else folder
     method = _with_rerank(name, factory, opened, reranker, rerank_depth, options)
     if decompose is False or (not asked and not hasattr(opened, 'chunks')): return method
-    if not hasattr(opened, 'chunks'): raise MethodOptionError(f'--method {name}: decompose splits a question over the papers of an index, and this method reads none')
+    if not hasattr(opened, 'chunks'):
+        raise MethodOptionError(f'--method {name}: decompose splits a question over the papers of '
+                                'an index, and this method reads none')
     try: return DecomposedMethod(method, **({} if decompose is True else decompose))
-    except (TypeError, ValueError) as e: raise MethodOptionError(f'--method {name}: decompose: {e}') from None
+    except (TypeError, ValueError) as e: raise MethodOptionError(f'--method {name}: decompose: '
+                                                                 f'{e}') from None
 
 def train_method(name: str, folder, **options) -> dict:
-    "Run the training hook of method `name` on `folder` (its record); a method that does not learn says so."
+    """Run the training hook of method `name` on `folder` (its record); a method that does not
+    learn says so."""
     load_method(name)
-    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
+    if name not in METHODS:
+        raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
     train = METHODS[name].train
     if train is None:
         load_methods()                       # every method module, to name those that learn
         learners = [n for n, f in METHODS.items() if f.train is not None]
-        raise MethodOptionError(f"--method {name} has nothing to train; the methods that learn: {', '.join(learners) or 'none installed'}")
+        raise MethodOptionError(f"--method {name} has nothing to train; the methods that learn: "
+                                f"{', '.join(learners) or 'none installed'}")
     return train(folder, **options)
 
 def default_method(folder, fallback: str = 'retrieve') -> str:
-    "The method a folder is read with when none is named: the one whose marker file it holds, else `fallback`."
-    markers = {**{n: marker for n, (_, marker) in method_sites().items()}, **{n: f.marker for n, f in METHODS.items()}}
+    """The method a folder is read with when none is named: the one whose marker file it holds,
+    else `fallback`."""
+    markers = {**{n: marker for n, (_, marker) in method_sites().items()},
+               **{n: f.marker for n, f in METHODS.items()}}
     return next((n for n, m in markers.items() if m and (Path(folder) / m).exists()), fallback)
 
 # %% ../nbs/03d_method.ipynb #00821a52
 def folder_signature(folder) -> str:
-    "A short hash of every file's relative path, size and modification time under `folder` (cheap: no file is read)."
-    if folder is None or not isinstance(folder, (str, os.PathLike)) or not Path(folder).exists(): return ''
+    """A short hash of every file's relative path, size and modification time under `folder`
+    (cheap: no file is read)."""
+    if folder is None or not isinstance(folder, (str, os.PathLike)) or not Path(folder).exists():
+        return ''
     root = Path(folder)
-    items = sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob('*') if p.is_file())
+    items = sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in root.rglob('*') if p.is_file())
     return blake2b_hex(json.dumps(items), 8)
 
 def folder_identity(folder) -> str:
-    "An index's own record (meta.json, its corpus folder's path aside), or any other folder's file signature."
+    """An index's own record (meta.json, its corpus folder's path aside), or any other folder's
+    file signature."""
     folder = getattr(folder, 'path', folder)               # an opened index is read where it lives
     meta = Path(folder) / 'meta.json' if isinstance(folder, (str, os.PathLike)) else None
     if meta is not None and meta.exists():
         record = json.loads(meta.read_text(encoding='utf-8'))
         if 'corpus_hash' in record:
-            return blake2b_hex(json.dumps({k: v for k, v in record.items() if k != 'corpus_dir'}, sort_keys=True, default=str), 8)
+            return blake2b_hex(json
+                               .dumps({k: v for k, v in record.items() if k != 'corpus_dir'},
+                                      sort_keys=True, default=str), 8)
     return folder_signature(folder)
 
 # %% ../nbs/03d_method.ipynb #8dcd6213
 def _plain(v):
-    "An option as plain data for an identity: scalars and nested lists/dicts of them as they are, anything else by type."
+    """An option as plain data for an identity: scalars and nested lists/dicts of them as they
+    are, anything else by type."""
     if v is None or isinstance(v, (bool, int, float, str)): return v
-    if isinstance(v, dict) and all(isinstance(k, str) for k in v): return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)) and all(x is None or isinstance(x, (bool, int, float, str)) for x in v): return list(v)
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return {k: _plain(x) for k, x in v.items()}
+    if (isinstance(v, (list, tuple))
+        and all(x is None or isinstance(x, (bool, int, float, str)) for x in v)):
+        return list(v)
     return f'<{type(v).__name__}' + (f' of {len(v)}>' if hasattr(v, '__len__') else '>')
 
 def method_identity(name: str, folder, options: dict | None = None) -> dict:
-    "What the answers of method `name` opened on `folder` with `options` depend on (see above); nothing is opened."
+    """What the answers of method `name` opened on `folder` with `options` depend on (see above);
+    nothing is opened."""
     from scholarqa import __version__
     load_method(name)
-    if name not in METHODS: raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
+    if name not in METHODS:
+        raise MethodOptionError(f"unknown method {name!r}: choose from {', '.join(method_names())}")
     factory, options = METHODS[name], dict(options or {})
     defaults = {p: v.default for p, v in list(inspect.signature(factory).parameters.items())[1:]
                 if v.default is not inspect.Parameter.empty}
@@ -290,7 +365,8 @@ def method_identity(name: str, folder, options: dict | None = None) -> dict:
 
 # %% ../nbs/03d_method.ipynb #d78017d8
 def answerability_encoder(method):
-    "The sentence encoder the answerability decision reads with: the method's own model, else None (03e: the bundled MiniLM)."
+    """The sentence encoder the answerability decision reads with: the method's own model, else
+    None (03e: the bundled MiniLM)."""
     from scholarqa.generate.answer import LexicalEncoder
     enc = getattr(method, 'encoder', None)
     return None if enc is None or isinstance(enc, LexicalEncoder) else enc
@@ -302,62 +378,84 @@ def _cut(evidence: Evidence, budget) -> Evidence:
     return kept if isinstance(kept, Evidence) else evidence.keep(kept)
 
 def ask(method, question: str, k: int = 5, backend=None,
-        budget=None,                        # evidence -> what to keep of it: applied between the steps (a token budget)
-        min_answerability: float | None = None) -> Answer:   # refuse below this (None: 03e's default; 0: never refuse)
-    "The method's evidence for `question`, then its answer — or its refusal when the passages hold none — timed by stage."
+        budget=None,  # evidence -> what to keep of it: applied between the steps (a token budget)
+        min_answerability: float | None = None) -> Answer:  # refuse below this (None: 03e's default; 0: never refuse)
+    """The method's evidence for `question`, then its answer — or its refusal when the passages
+    hold none — timed by stage."""
     name = getattr(method, 'name', type(method).__name__)
     t0 = time.perf_counter()
     evidence = method.retrieve(question, k)
     t1 = time.perf_counter()
     if not isinstance(evidence, Evidence):
-        raise TypeError(f'method {name!r}: retrieve() returned {type(evidence).__name__}, not Evidence (03a_answer)')
+        raise TypeError(f'method {name!r}: retrieve() returned {type(evidence).__name__}, not '
+                        'Evidence (03a_answer)')
     evidence, decision = _cut(evidence, budget), None
     if min_answerability != 0 and evidence.passages:                    # passages: a text method
-        from scholarqa.generate.refuse import decide, refusal_answer      # 03e builds the decision on this protocol
-        decision = decide(question, list(evidence), answerability_encoder(method), threshold=min_answerability)
+        # 03e builds the decision on this protocol
+        from scholarqa.generate.refuse import decide, refusal_answer
+        decision = decide(question, list(evidence), answerability_encoder(method),
+                          threshold=min_answerability)
     t2 = time.perf_counter()
-    if decision and not decision['answerable']: ans = refusal_answer(question, list(evidence), decision, name)
+    if (decision and not decision['answerable']): ans = refusal_answer(question, list(evidence),
+                                                                       decision, name)
     else: ans = method.answer(question, evidence, backend)
     t3 = time.perf_counter()
-    if not isinstance(ans, Answer): raise TypeError(f'method {name!r}: answer() returned {type(ans).__name__}, not an Answer')
-    if ans.status == 'insufficient':        # the backend's own refusal: kept in its words, reported like the decision's
+    if not isinstance(ans, Answer):
+        raise TypeError(f'method {name!r}: answer() returned {type(ans).__name__}, not an Answer')
+    # the backend's own refusal: kept in its words, reported like the decision's
+    if ans.status == 'insufficient':
         ans.status = 'unanswerable'
-        ans.status_reason = f'the {ans.backend or "answer"} backend says the passages do not answer the question'
+        ans.status_reason = (
+            f'the {ans.backend or "answer"} backend says the passages do not answer the question'
+        )
     ans.answerability = ans.answerability or decision
-    ans.timings = {'retrieve_s': round(t1 - t0, 4), **({'decide_s': round(t2 - t1, 4)} if decision else {}),
+    ans.timings = {'retrieve_s': round(t1 - t0, 4),
+                   **({'decide_s': round(t2 - t1, 4)} if decision else {}),
                    'answer_s': round(t3 - t2, 4), **(ans.timings or {})}
     ans.question, ans.method = question, ans.method or name
     return ans
 
 # %% ../nbs/03d_method.ipynb #714c0ad4
 class GeneratorAnswer:
-    "The answer step most methods share: the generator of 03a over the chosen hits (set `encoder`, `mode`, `max_tokens`)."
-    encoder, mode, max_tokens = None, 'direct', 256    # support-check encoder (None: lexical), generator mode, answer length
+    """The answer step most methods share: the generator of 03a over the chosen hits (set
+    `encoder`, `mode`, `max_tokens`)."""
+    # support-check encoder (None: lexical), generator mode, answer length
+    encoder, mode, max_tokens = None, 'direct', 256
     def answer(self, question: str, evidence: Evidence, backend) -> Answer:
         hits = list(evidence)
-        a = Generator(backend, k=len(hits), mode=self.mode, params=GenParams(max_tokens=self.max_tokens),
+        a = Generator(backend, k=len(hits), mode=self.mode,
+                      params=GenParams(max_tokens=self.max_tokens),
                       encoder=self.encoder).answer(question, hits)
         a.method = getattr(self, 'name', '')
         return a
 
 class RetrieverMethod(GeneratorAnswer):
     "A method from any retriever: its top-k passages, answered by `Generator`."
-    def __init__(self, retriever, name: str = 'retrieve', encoder=None,   # encoder: the support check's (None: lexical)
+    def __init__(self, retriever, name: str = 'retrieve',
+                 encoder=None,   # encoder: the support check's (None: lexical)
                  mode: str = 'direct', max_tokens: int = 256):
-        self.retriever, self.name, self.encoder, self.mode, self.max_tokens = retriever, name, encoder, mode, max_tokens
+        self.retriever, self.name, self.encoder, self.mode, self.max_tokens = (retriever, name,
+                                                                               encoder, mode,
+                                                                               max_tokens)
     def __repr__(self): return f'RetrieverMethod({self.retriever!r})'
     def retrieve(self, question: str, k: int = 5) -> Evidence:
         return Evidence(self.retriever.retrieve(question, k), question)
     @property
     def retrieve_within(self):
-        "The retriever's ranking inside one paper (02p_two_paper); AttributeError, so `hasattr` is False, when it has none."
+        """The retriever's ranking inside one paper (02p_two_paper); AttributeError, so `hasattr`
+        is False, when it has none."""
         return self.retriever.retrieve_within
     @property
     def prime(self):
-        "The retriever's batched query encoding ahead of several retrievals (02p_two_paper), where it has one."
+        """The retriever's batched query encoding ahead of several retrievals (02p_two_paper),
+        where it has one."""
         return self.retriever.prime
 
-@register_method('retrieve', 'the --retriever top-k of the index, answered by the generator', decompose=True)
-def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
+@register_method('retrieve', 'the --retriever top-k of the index, answered by the generator',
+                 decompose=True)
+def _retrieve_method(store, retriever: str = 'hybrid', mode: str = 'direct', max_tokens: int = 256,
+                     **options) -> RetrieverMethod:
     check_options('retrieve', options)
-    return RetrieverMethod(store.retriever(retriever), 'retrieve', store.query_encoder(), mode, max_tokens)   # PyTorch-free when the index has one
+    # PyTorch-free when the index has one
+    return RetrieverMethod(store.retriever(retriever), 'retrieve', store.query_encoder(), mode,
+                           max_tokens)

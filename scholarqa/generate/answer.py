@@ -14,9 +14,12 @@ import inspect
 from collections import OrderedDict
 from dataclasses import replace
 import time
-from ..doc import LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label, split_sentences_rules
+from ..doc import (
+    LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label,
+    split_sentences_rules)
 from ..retrieval.base import Hit
-from .backends import BACKENDS, Backend, BackendError, Completion, GenParams, Message, make_backend
+from .backends import (
+    BACKENDS, Backend, BackendError, Completion, GenParams, Message, make_backend)
 
 # %% auto #0
 __all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'RESULT_STATUSES', 'EvidenceItem',
@@ -28,55 +31,76 @@ __all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSW
 
 # %% ../../nbs/03a_answer.ipynb #e9e3dc28
 INSUFFICIENT_CONTEXT = 'The passages do not contain enough information to answer this question.'
-CONTEXT_BUDGET = 1200       # MiniLM tokens for all passages together (n_ctx 2048 = passages + ~250 instructions/question + 256 answer + margin)
+# MiniLM tokens for all passages together (n_ctx 2048 = passages + ~250 instructions/question + 256
+# answer + margin)
+CONTEXT_BUDGET = 1200
 
 @dataclass
 class EvidenceItem:
-    "One piece of what a method read — a passage, a graph fact, a paper — under the label a citation points at."
-    label: str                                     # e.g. Paper-…-Section-…-Paragraph-…, Fact-3, a paper's id
+    """One piece of what a method read — a passage, a graph fact, a paper — under the label a
+    citation points at."""
+    label: str  # e.g. Paper-…-Section-…-Paragraph-…, Fact-3, a paper's id
     text: str
     kind: str = 'passage'                          # 'passage' | 'fact' | 'paper'
     score: float | None = None                     # the method's own score, when it ranks
-    source: dict = field(default_factory=dict)     # where it comes from: paper id and section, or a fact's subject/relation/object
+    # where it comes from: paper id and section, or a fact's subject/relation/object
+    source: dict = field(default_factory=dict)
 
 @dataclass
 class Answer:
-    "The one result of every method: text, status, the evidence it read, set-valued answers, citations and their support check."
+    """The one result of every method: text, status, the evidence it read, set-valued answers,
+    citations and their support check."""
     text: str
-    citations: list = field(default_factory=list)    # [{"label","paper_id","source_id","section": {"path","titles"},"paragraph"}] — retrieved passages only
-    unsupported: list = field(default_factory=list)  # [{"sentence","score","best_label"}] below the support threshold
-    invented: list = field(default_factory=list)     # cited labels that are not among the given passages
-    hits: list = field(default_factory=list)         # the passages (Hits) the answer was generated from; [] for graph methods
+    # [{"label","paper_id","source_id","section": {"path","titles"},"paragraph"}] — retrieved
+    # passages only
+    citations: list = field(default_factory=list)
+    # [{"sentence","score","best_label"}] below the support threshold
+    unsupported: list = field(default_factory=list)
+    # cited labels that are not among the given passages
+    invented: list = field(default_factory=list)
+    # the passages (Hits) the answer was generated from; [] for graph methods
+    hits: list = field(default_factory=list)
     backend: str = ''
     model: str = ''
-    support: list = field(default_factory=list)      # support score of each answer sentence, in order
-    insufficient: bool = False                       # the answer is (or contains) the fixed abstention sentence
-    completions: list = field(default_factory=list)  # the backend calls behind this answer (one, or two when summarising)
-    status: str = ''                                 # one of RESULT_STATUSES; '' → judged from the reply by `answer_status`
+    support: list = field(default_factory=list)  # support score of each answer sentence, in order
+    insufficient: bool = False  # the answer is (or contains) the fixed abstention sentence
+    # the backend calls behind this answer (one, or two when summarising)
+    completions: list = field(default_factory=list)
+    status: str = ''  # one of RESULT_STATUSES; '' → judged from the reply by `answer_status`
     status_reason: str = ''
-    evidence: list = field(default_factory=list)     # [EvidenceItem]: what the method read, best first (from `hits` when not given)
-    values: list = field(default_factory=list)       # the answer as a set (graph values, paper ids); [] for prose answers
-    plan: dict | None = None                         # what a planning method decided (query type, steps, checks)
-    timings: dict = field(default_factory=dict)      # seconds per stage ({'retrieve_s', 'answer_s', …})
+    # [EvidenceItem]: what the method read, best first (from `hits` when not given)
+    evidence: list = field(default_factory=list)
+    # the answer as a set (graph values, paper ids); [] for prose answers
+    values: list = field(default_factory=list)
+    plan: dict | None = None  # what a planning method decided (query type, steps, checks)
+    timings: dict = field(default_factory=dict)  # seconds per stage ({'retrieve_s', 'answer_s', …})
     question: str = ''
     method: str = ''
-    answerability: dict | None = None                # the decision before answering (03e_refuse): score, threshold, features
+    # the decision before answering (03e_refuse): score, threshold, features
+    answerability: dict | None = None
 
     def __post_init__(self):
         if not self.evidence and self.hits: self.evidence = [hit_evidence(h) for h in self.hits]
-        if not self.status: self.status, self.status_reason = answer_status(self.text, self.citations, self.insufficient)
+        if not self.status:
+            self.status, self.status_reason = answer_status(self.text, self.citations,
+                                                            self.insufficient)
 
     def to_json(self) -> dict:
         "The answer as one JSON object (what `scholarqa ask --json` prints and the harness caches)."
-        return {'question': self.question, 'method': self.method, 'status': self.status, 'status_reason': self.status_reason,
-                'answer': self.text, 'values': list(self.values), 'citations': self.citations, 'invented': self.invented,
-                'unsupported': self.unsupported, 'insufficient': self.insufficient, 'support': self.support,
-                'evidence': [vars(e).copy() for e in self.evidence], 'plan': self.plan, 'timings': self.timings,
+        return {'question': self.question, 'method': self.method, 'status': self.status,
+                'status_reason': self.status_reason,
+                'answer': self.text, 'values': list(self.values), 'citations': self.citations,
+                'invented': self.invented,
+                'unsupported': self.unsupported, 'insufficient': self.insufficient,
+                'support': self.support,
+                'evidence': [vars(e).copy() for e in self.evidence], 'plan': self.plan,
+                'timings': self.timings,
                 'backend': self.backend, 'model': self.model,
                 'answerability': self.answerability}
 
 def hit_label(hit) -> str:
-    "The paragraph label of a hit's chunk (its own `label`, else built from paper, section path and first paragraph)."
+    """The paragraph label of a hit's chunk (its own `label`, else built from paper, section path
+    and first paragraph)."""
     c = hit.chunk
     return c.label or paragraph_label(c.paper_id, c.section_path, c.paragraph_start)
 
@@ -84,7 +108,8 @@ def hit_evidence(hit) -> EvidenceItem:
     "A retrieved passage as evidence: its paragraph label, text, score and place in its paper."
     c = hit.chunk
     return EvidenceItem(hit_label(hit), c.text, 'passage', float(hit.score),
-                    {'paper_id': c.paper_id, 'section_path': c.section_path, 'paragraph_ids': list(getattr(c, 'paragraph_ids', None) or [c.id]),
+                    {'paper_id': c.paper_id, 'section_path': c.section_path,
+                     'paragraph_ids': list(getattr(c, 'paragraph_ids', None) or [c.id]),
                      'retriever': hit.retriever})
 
 def evidence_labels(evidence) -> list[str]:
@@ -96,42 +121,52 @@ def evidence_text(e) -> str:
     return e.text if isinstance(e, EvidenceItem) else e.chunk.text
 
 def truncate_tokens(text: str, max_tokens: int, tokenizer=None) -> str:
-    "The longest prefix of `text` with at most `max_tokens` tokens (a fast HF tokenizer; whitespace words if None), '…' when cut."
+    """The longest prefix of `text` with at most `max_tokens` tokens (a fast HF tokenizer;
+    whitespace words if None), '…' when cut."""
     if tokenizer is None:
         words = text.split()
         return text if len(words) <= max_tokens else ' '.join(words[:max_tokens]) + ' …'
-    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)['offset_mapping']
+    offsets = tokenizer(text, add_special_tokens=False,
+                        return_offsets_mapping=True)['offset_mapping']
     if len(offsets) <= max_tokens: return text
     return text[:offsets[max_tokens - 1][1]].rstrip() + ' …' if max_tokens > 0 else '…'
 
 def _ans_token_shares(lengths: list[int], budget: int) -> list[int]:
-    "Split `budget` over passages of `lengths`: each gets an equal share, short ones hand what they do not use to the rest."
-    shares, left, order = [0] * len(lengths), budget, sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    """Split `budget` over passages of `lengths`: each gets an equal share, short ones hand what
+    they do not use to the rest."""
+    shares, left, order = ([0] * len(lengths), budget,
+                           sorted(range(len(lengths)), key=lambda i: (lengths[i], i)))
     for j, i in enumerate(order):
         shares[i] = min(lengths[i], left // (len(lengths) - j))
         left -= shares[i]
     return shares
 
 # %% ../../nbs/03a_answer.ipynb #8e122c4b
-def build_context(hits, with_labels: bool = True, with_section_path: bool = True, budget: int | None = CONTEXT_BUDGET,
+def build_context(hits, with_labels: bool = True, with_section_path: bool = True,
+                  budget: int | None = CONTEXT_BUDGET,
                   tokenizer=None) -> str:
-    "The passages block of a prompt: each passage under its `[Paper-…-Paragraph-…]` label and section path, truncated to the budget."
+    """The passages block of a prompt: each passage under its `[Paper-…-Paragraph-…]` label and
+    section path, truncated to the budget."""
     texts = [' '.join(h.chunk.text.split()) for h in hits]
     if budget is not None and texts:
-        lengths = [len(t.split()) if tokenizer is None else len(tokenizer(t, add_special_tokens=False)['input_ids']) for t in texts]
-        texts = [truncate_tokens(t, s, tokenizer) for t, s in zip(texts, _ans_token_shares(lengths, budget))]
+        lengths = [len(t.split()) if tokenizer is None
+                   else len(tokenizer(t, add_special_tokens=False)['input_ids']) for t in texts]
+        texts = [truncate_tokens(t, s, tokenizer)
+                 for t, s in zip(texts, _ans_token_shares(lengths, budget))]
     blocks = []
     for i, (h, text) in enumerate(zip(hits, texts), 1):
         head = f'[{hit_label(h)}]' if with_labels else f'Passage {i}'
         if with_section_path:
-            trail = ' > '.join(t for t in (h.chunk.section_titles or []) if t) or f'section {h.chunk.section_path}'
+            trail = (' > '.join(t for t in (h.chunk.section_titles or []) if t)
+                     or f'section {h.chunk.section_path}')
             head += f' (section: {trail})'
         blocks.append(f'{head}\n{text}')
     return '\n\n'.join(blocks)
 
 # %% ../../nbs/03a_answer.ipynb #85bfba82
 class Evidence(list):
-    "What a method's `retrieve` chose for one question, best first, and what chose it: all its `answer` step reads."
+    """What a method's `retrieve` chose for one question, best first, and what chose it: all its
+    `answer` step reads."""
     def __init__(self, items=(),           # Hits (passages) or EvidenceItems (graph facts, papers)
                  question: str = '',       # the question the items were chosen for
                  **trace):                 # what chose them: a decomposition, a plan and its result, a first-stage order …
@@ -148,32 +183,56 @@ class Evidence(list):
 
     @property
     def passages(self) -> bool:
-        "Whether every item is a passage (a `Hit`): the evidence a refusal decision can read (03e_refuse)."
+        """Whether every item is a passage (a `Hit`): the evidence a refusal decision can read
+        (03e_refuse)."""
         return bool(self) and all(isinstance(x, Hit) for x in self)
 
-    def __repr__(self): return f'Evidence({list.__repr__(self)}, question={self.question!r}, trace={sorted(self.trace)})'
+    def __repr__(self):
+        return f'Evidence({list.__repr__(self)}, question={self.question!r}, trace={sorted(self.trace)})'
 
 # %% ../../nbs/03a_answer.ipynb #6116a5e9
-_ANS_SYSTEM = ('You answer questions about scientific papers using ONLY the passages below. Each passage starts with its label '
-               'in square brackets. After every sentence of your answer, cite the label(s) of the passage(s) it comes from in square '
-               'brackets. Do not use any other knowledge. If the passages do not contain the answer, reply exactly: "{insufficient}"')
+_ANS_SYSTEM = ('You answer questions about scientific papers using ONLY the passages below. Each '
+               'passage starts with its label '
+               'in square brackets. After every sentence of your answer, cite the label(s) of the '
+               'passage(s) it comes from in square '
+               'brackets. Do not use any other knowledge. If the passages do not contain the '
+               'answer, reply exactly: "{insufficient}"')
 _ANS_TASKS = {'open': 'Answer in one short paragraph, citing labels.',
               'yesno': 'Answer with one word: yes, no or maybe.'}
 
-def summary_prompt(question: str, hits, budget: int | None = CONTEXT_BUDGET, tokenizer=None) -> list:
-    "Step 1 of summarise-then-answer (seed 003 §4.4): summarise what the passages say about the question, keeping labels."
-    return [Message('system', 'Summarise ONLY what the passages below say that helps answer the question, in at most five sentences. '
-                              'Keep the [label] of the passage after each statement. Do not answer from other knowledge.'),
-            Message('user', f'Passages:\n\n{build_context(hits, budget=budget, tokenizer=tokenizer)}\n\nQuestion: {question}\nSummary:')]
+def summary_prompt(question: str, hits, budget: int | None = CONTEXT_BUDGET,
+                   tokenizer=None) -> list:
+    """Step 1 of summarise-then-answer (seed 003 §4.4): summarise what the passages say about the
+    question, keeping labels."""
+    return [
+        Message(
+            'system',
+            'Summarise ONLY what the passages below say that helps answer the question, in '
+            'at most five sentences. '
+            'Keep the [label] of the passage after each statement. Do not answer '
+            'from other knowledge.',
+        ),
+        Message(
+            'user',
+            f'Passages:\n\n{build_context(hits, budget=budget, tokenizer=tokenizer)}\n\nQuestion: '
+            f'{question}\nSummary:',
+        ),
+    ]
 
-def answer_prompt(question: str, hits, mode: str = 'direct', summary: str | None = None, task: str = 'open',
+def answer_prompt(question: str, hits, mode: str = 'direct', summary: str | None = None,
+                  task: str = 'open',
                   budget: int | None = CONTEXT_BUDGET, tokenizer=None) -> list:
-    "The answer messages: strict context boundary, labelled passages (or, in 'summarise_then_answer', the summary + labels)."
-    if task not in _ANS_TASKS: raise ValueError(f'unknown task {task!r}; known: {", ".join(_ANS_TASKS)}')
+    """The answer messages: strict context boundary, labelled passages (or, in
+    'summarise_then_answer', the summary + labels)."""
+    if task not in _ANS_TASKS:
+        raise ValueError(f'unknown task {task!r}; known: {", ".join(_ANS_TASKS)}')
     system = Message('system', _ANS_SYSTEM.format(insufficient=INSUFFICIENT_CONTEXT))
-    if mode == 'direct': context = f'Passages:\n\n{build_context(hits, budget=budget, tokenizer=tokenizer)}'
+    if mode == 'direct':
+        context = f'Passages:\n\n{build_context(hits, budget=budget, tokenizer=tokenizer)}'
     elif mode == 'summarise_then_answer':
-        if summary is None: raise ValueError("mode 'summarise_then_answer' needs the summary from `summary_prompt` (step 1)")
+        if summary is None:
+            raise ValueError("mode 'summarise_then_answer' needs the summary from `summary_prompt` "
+                             "(step 1)")
         labels = ', '.join(f'[{hit_label(h)}]' for h in hits)
         context = f'Summary of the passages:\n{summary.strip()}\n\nPassage labels: {labels}'
     else: raise ValueError(f"unknown mode {mode!r}; known: 'direct', 'summarise_then_answer'")
@@ -181,8 +240,10 @@ def answer_prompt(question: str, hits, mode: str = 'direct', summary: str | None
 
 # %% ../../nbs/03a_answer.ipynb #b6a8fbd7
 _ANS_WORD = re.compile(r'[a-z0-9]+')
-_ANS_STOP = frozenset('a an the of in on at to for and or but is are was were be been by with as that this these those it its '
-                      'from which who what when where how do does did not no can could may might will would than then there their '
+_ANS_STOP = frozenset('a an the of in on at to for and or but is are was were be been by with as '
+                      'that this these those it its '
+                      'from which who what when where how do does did not no can could may might '
+                      'will would than then there their '
                       'we our they them he she his her you your i'.split())
 
 def content_words(text: str) -> list[str]:
@@ -190,33 +251,41 @@ def content_words(text: str) -> list[str]:
     return [w for w in _ANS_WORD.findall(text.lower()) if w not in _ANS_STOP]
 
 class LexicalEncoder:
-    "Bag-of-words vectors hashed (blake2b) into `dim` buckets, log-tf weighted, L2-normalised: cosine ≈ word overlap."
+    """Bag-of-words vectors hashed (blake2b) into `dim` buckets, log-tf weighted, L2-normalised:
+    cosine ≈ word overlap."""
     model_id = 'lexical-hash'
     def __init__(self, dim: int = 4096): self.dim = dim
-    def encode(self, texts, use_cache: bool = True) -> np.ndarray:   # nothing to cache: `use_cache` is accepted and ignored
+    def encode(self, texts,
+               use_cache: bool = True) -> np.ndarray:   # nothing to cache: `use_cache` is accepted and ignored
         out = np.zeros((len(texts), self.dim), dtype=np.float32)   # (n_texts, dim)
         for i, t in enumerate(texts):
             for w in content_words(t): out[i, int(blake2b_hex(w, 4), 16) % self.dim] += 1.0
         out = np.where(out > 0, 1 + np.log(np.maximum(out, 1)), 0)
-        return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        return (out / np
+                .maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
-_ANS_MEMO = weakref.WeakKeyDictionary()   # encoder -> {text: unit vector}: one question's sentences are encoded once per process
+# encoder -> {text: unit vector}: one question's sentences are encoded once per process
+_ANS_MEMO = weakref.WeakKeyDictionary()
 _ANS_MEMO_SIZE = 4096                      # texts remembered per encoder (oldest dropped first)
 
 def _ans_encode(enc, texts: list) -> np.ndarray:
     takes_cache = 'use_cache' in inspect.signature(enc.encode).parameters
-    v = enc.encode(texts, use_cache=False) if takes_cache else enc.encode(texts)   # one question's sentences: never the index's disk cache
-    v = np.asarray(v.detach().cpu() if hasattr(v, 'detach') else v, dtype=np.float32).reshape(len(texts), -1)
+    # one question's sentences: never the index's disk cache
+    v = enc.encode(texts, use_cache=False) if takes_cache else enc.encode(texts)
+    v = np.asarray(v.detach().cpu() if hasattr(v, 'detach') else v,
+                   dtype=np.float32).reshape(len(texts), -1)
     return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
 def encode_texts(texts, encoder=None) -> np.ndarray:
-    "L2-normalised embeddings (n, d) of `texts` from `encoder` (anything with `.encode`; `LexicalEncoder` if None), remembered per encoder."
+    """L2-normalised embeddings (n, d) of `texts` from `encoder` (anything with `.encode`;
+    `LexicalEncoder` if None), remembered per encoder."""
     texts = list(texts)
     enc = encoder if encoder is not None else LexicalEncoder()
     if not texts: return np.zeros((0, getattr(enc, 'dim', 1)), dtype=np.float32)
-    if isinstance(enc, LexicalEncoder): return _ans_encode(enc, texts)       # hashing is cheaper than remembering
+    # hashing is cheaper than remembering
+    if isinstance(enc, LexicalEncoder): return _ans_encode(enc, texts)
     try: memo = _ANS_MEMO.setdefault(enc, OrderedDict())
-    except TypeError: return _ans_encode(enc, texts)                         # an encoder that cannot be weakly referenced
+    except TypeError: return _ans_encode(enc, texts)  # an encoder that cannot be weakly referenced
     todo = [t for t in dict.fromkeys(texts) if t not in memo]
     if todo: memo.update(zip(todo, _ans_encode(enc, todo)))
     out = np.stack([memo[t] for t in texts])
@@ -229,13 +298,16 @@ def load_minilm(model: str | None = None):
     return SentenceTransformer(model or bundled_minilm_path(), device='cpu')
 
 # %% ../../nbs/03a_answer.ipynb #df702f8a
-# cut-offs on the flat top of the balanced-accuracy curve over PubMedQA conclusion/abstract pairs: set by the calibration of
-# 03c_generate_experiment (full run, outputs/03_generate/support_threshold_calibration.csv: balanced_acc_at_default vs _best)
+# cut-offs on the flat top of the balanced-accuracy curve over PubMedQA conclusion/abstract pairs:
+# set by the calibration of
+# 03c_generate_experiment (full run, outputs/03_generate/support_threshold_calibration.csv:
+# balanced_acc_at_default vs _best)
 SUPPORT_THRESHOLDS = {'minilm': 0.42, 'lexical': 0.17}
 
 def support_threshold(encoder=None) -> float:
     "The support cut-off for `encoder`: lexical for `LexicalEncoder`/None, MiniLM's otherwise."
-    return SUPPORT_THRESHOLDS['lexical' if encoder is None or isinstance(encoder, LexicalEncoder) else 'minilm']
+    return SUPPORT_THRESHOLDS['lexical' if encoder is None or isinstance(encoder, LexicalEncoder)
+                              else 'minilm']
 
 _ANS_BRACKET = re.compile(r'\[([^\[\]]*)\]')
 _ANS_LEADING_CITES = re.compile(r'^(\s*\[[^\[\]]*\][\s.,;]*)+')
@@ -243,122 +315,171 @@ _ANS_LEADING_CITES = re.compile(r'^(\s*\[[^\[\]]*\][\s.,;]*)+')
 def _ans_norm(text: str) -> str: return ' '.join(_ANS_WORD.findall(text.lower()))
 
 def is_insufficient(text: str) -> bool:
-    "True when `text` contains the fixed abstention sentence `INSUFFICIENT_CONTEXT` (case and punctuation ignored)."
+    """True when `text` contains the fixed abstention sentence `INSUFFICIENT_CONTEXT` (case and
+    punctuation ignored)."""
     return _ans_norm(INSUFFICIENT_CONTEXT) in _ans_norm(text)
 
 def answer_sentences(text: str) -> list[dict]:
-    "Sentences of an answer: raw text, the claim (citations removed), cited labels, malformed 'Paper…' citations."
+    """Sentences of an answer: raw text, the claim (citations removed), cited labels, malformed
+    'Paper…' citations."""
     raw = [text[a:b] for a, b in split_sentences_rules(text)]
-    for i in range(1, len(raw)):                 # "… claim. [label] Next claim." — the label belongs to the sentence before
+    # "… claim. [label] Next claim." — the label belongs to the sentence before
+    for i in range(1, len(raw)):
         m = _ANS_LEADING_CITES.match(raw[i])
         if m: raw[i - 1], raw[i] = raw[i - 1] + ' ' + m.group(0).strip(), raw[i][m.end():]
     out = []
     for r in raw:
         labels = [m.group(0) for m in LABEL_RE.finditer(r)]
-        bad = [b.strip() for b in _ANS_BRACKET.findall(r) if 'paper' in b.lower() and not LABEL_RE.search(b)]
-        claim = LABEL_RE.sub('', _ANS_BRACKET.sub(lambda m: '' if ('paper' in m.group(1).lower() or LABEL_RE.search(m.group(1))) else m.group(0), r))
+        bad = [b.strip() for b in _ANS_BRACKET.findall(r) if 'paper' in b.lower()
+               and not LABEL_RE.search(b)]
+        claim = LABEL_RE.sub('',
+                             _ANS_BRACKET
+                             .sub(lambda m: ''
+                                  if ('paper' in m.group(1).lower() or LABEL_RE.search(m.group(1)))
+                                  else m.group(0), r))
         claim = re.sub(r'\s+([.,;:!?])', r'\1', ' '.join(claim.split()))
-        if claim or labels or bad: out.append({'text': r.strip(), 'claim': claim, 'labels': labels, 'bad': bad})
+        if claim or labels or bad:
+            out.append({'text': r.strip(), 'claim': claim, 'labels': labels, 'bad': bad})
     return out
 
 # %% ../../nbs/03a_answer.ipynb #576b89fc
 def resolve_citation(label: str, hits) -> dict:
-    "The citation record of a retrieved label: label, paper id, source id, section path, paragraph index."
+    """The citation record of a retrieved label: label, paper id, source id, section path,
+    paragraph index."""
     hit = next(h for h in hits if hit_label(h) == label)
     pid, section, paragraph = parse_label(label)
     return {'label': label, 'paper_id': hit.chunk.paper_id or pid, 'source_id': hit.chunk.source_id,
-            'section': {'path': section, 'titles': list(hit.chunk.section_titles)}, 'paragraph': paragraph}
+            'section': {'path': section, 'titles': list(hit.chunk.section_titles)},
+            'paragraph': paragraph}
 
 def sentence_support(answer_text: str, hits, encoder=None) -> list[dict]:
-    "Support of each answer sentence: best cosine to a sentence of its cited passages (all passages if it cites none)."
-    passages = [(hit_label(h), h.chunk.text[a:b]) for h in hits for a, b in split_sentences_rules(h.chunk.text)]
-    sents = [s for s in answer_sentences(answer_text) if s['claim'] and not is_insufficient(s['claim'])]
+    """Support of each answer sentence: best cosine to a sentence of its cited passages (all
+    passages if it cites none)."""
+    passages = [(hit_label(h), h.chunk.text[a:b]) for h in hits
+                for a, b in split_sentences_rules(h.chunk.text)]
+    sents = [s for s in answer_sentences(answer_text) if s['claim']
+             and not is_insufficient(s['claim'])]
     if not sents: return []
-    if not passages: return [dict(sentence=s['claim'], labels=s['labels'], score=0.0, best_label=None, best_passage_sentence=None)
+    if not passages: return [dict(sentence=s['claim'], labels=s['labels'], score=0.0,
+                                  best_label=None, best_passage_sentence=None)
                              for s in sents]
     vs = encode_texts([s['claim'] for s in sents] + [t for _, t in passages], encoder)
-    sims = vs[:len(sents)] @ vs[len(sents):].T                         # (n_answer_sentences, n_passage_sentences)
+    sims = vs[:len(sents)] @ vs[len(sents):].T  # (n_answer_sentences, n_passage_sentences)
     rows = []
     for i, s in enumerate(sents):
         cited = [j for j, (lab, _) in enumerate(passages) if lab in s['labels']]
         cand = cited or list(range(len(passages)))
         j = max(cand, key=lambda j: (sims[i, j], -j))
-        rows.append(dict(sentence=s['claim'], labels=s['labels'], score=round(float(sims[i, j]), 4), best_label=passages[j][0],
+        rows.append(dict(sentence=s['claim'], labels=s['labels'], score=round(float(sims[i, j]), 4),
+                         best_label=passages[j][0],
                          best_passage_sentence=passages[j][1]))
     return rows
 
-def _ans_check(answer_text: str, hits, encoder=None, threshold: float | None = None, support: bool = True):
+def _ans_check(answer_text: str, hits, encoder=None, threshold: float | None = None,
+               support: bool = True):
     "(citations, unsupported, invented, support rows) of an answer against its hits."
     known, sents = {hit_label(h) for h in hits}, answer_sentences(answer_text)
     cited = list(dict.fromkeys(l for s in sents for l in s['labels']))
     citations = [resolve_citation(l, hits) for l in cited if l in known]
-    invented = [l for l in cited if l not in known] + list(dict.fromkeys(b for s in sents for b in s['bad']))
+    invented = ([l for l in cited if l not in known]
+                + list(dict.fromkeys(b for s in sents for b in s['bad'])))
     rows = sentence_support(answer_text, hits, encoder) if support else []
     thr = support_threshold(encoder) if threshold is None else threshold
-    unsupported = [{'sentence': r['sentence'], 'score': r['score'], 'best_label': r['best_label']} for r in rows if r['score'] < thr]
+    unsupported = [{'sentence': r['sentence'], 'score': r['score'], 'best_label': r['best_label']}
+                   for r in rows if r['score'] < thr]
     return citations, unsupported, invented, rows
 
-def check_citations(answer_text: str, hits, encoder=None, threshold: float | None = None) -> tuple[list, list, list]:
-    "(citations of retrieved passages, unsupported sentences with scores, invented labels) for an answer."
+def check_citations(answer_text: str, hits, encoder=None,
+                    threshold: float | None = None) -> tuple[list, list, list]:
+    """(citations of retrieved passages, unsupported sentences with scores, invented labels) for
+    an answer."""
     return _ans_check(answer_text, hits, encoder, threshold)[:3]
 
 # %% ../../nbs/03a_answer.ipynb #48557a4f
-ANSWER_STATUSES = ('ok', 'insufficient', 'uncited', 'repetitive', 'echo', 'empty')   # what a backend's reply can be
-# the one vocabulary of a result (`Answer.status`): a reply's statuses, and what a method decides before any reply
-RESULT_STATUSES = ANSWER_STATUSES + ('unanswerable', 'not_found', 'ambiguous', 'no_plan', 'uncertain')
-_ANS_SCAFFOLD = re.compile(r'^\s*(?:Question\s*:|Passages?\s*:|Answer in one short paragraph|\[[^\]\n]{6,}\]\s*\(section\s*:)', re.I | re.M)
+# what a backend's reply can be
+ANSWER_STATUSES = ('ok', 'insufficient', 'uncited', 'repetitive', 'echo', 'empty')
+# the one vocabulary of a result (`Answer.status`): a reply's statuses, and what a method decides
+# before any reply
+RESULT_STATUSES = (ANSWER_STATUSES
+                   + ('unanswerable', 'not_found', 'ambiguous', 'no_plan', 'uncertain'))
+_ANS_SCAFFOLD = re.compile(r'^\s*(?:Question\s*:|Passages?\s*:|Answer in one short '
+                           r'paragraph|\[[^\]\n]{6,}\]\s*\(section\s*:)', re.I | re.M)
 
-def answer_status(text: str, citations=(), insufficient: bool = False, needs_citation: bool = True) -> tuple[str, str]:
-    "(status, reason): whether a backend's reply is an answer, and if not what it is (see `ANSWER_STATUSES`)."
+def answer_status(text: str, citations=(), insufficient: bool = False,
+                  needs_citation: bool = True) -> tuple[str, str]:
+    """(status, reason): whether a backend's reply is an answer, and if not what it is (see
+    `ANSWER_STATUSES`)."""
     words = _ANS_WORD.findall((text or '').lower())
     if not words: return 'empty', 'the backend returned no text'
-    if _ANS_SCAFFOLD.search(text): return 'echo', 'the reply repeats the prompt (a passage header, the question or the instructions)'
+    if _ANS_SCAFFOLD.search(text):
+        return ('echo',
+                'the reply repeats the prompt (a passage header, the question or the instructions)')
     grams = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
     if len(grams) >= 12 and max(grams.count(g) for g in set(grams)) * 3 >= 0.5 * len(words):
         return 'repetitive', 'one phrase repeated over half of the reply'
-    if insufficient: return 'insufficient', 'the backend says the passages do not answer the question'
-    if needs_citation and not citations: return 'uncited', 'the reply cites none of the retrieved passages'
+    if insufficient:
+        return 'insufficient', 'the backend says the passages do not answer the question'
+    if needs_citation and not citations:
+        return 'uncited', 'the reply cites none of the retrieved passages'
     return 'ok', ''
 
 # %% ../../nbs/03a_answer.ipynb #6c42c4b3
 class Generator:
-    "Answer a question from retrieved hits with any backend; the answer's citations and support are checked."
+    """Answer a question from retrieved hits with any backend; the answer's citations and support
+    are checked."""
     def __init__(self, backend,                      # a Backend (make_backend(...))
                  k: int = 5,                         # passages put into the prompt
                  mode: str = 'direct',               # 'direct' | 'summarise_then_answer'
                  task: str = 'open',                 # 'open' paragraph | 'yesno' one word
-                 params=None,                        # GenParams of the answer call (default: 256 tokens, greedy)
-                 encoder=None,                       # sentence encoder of the support check (None: LexicalEncoder)
+                 params=None,  # GenParams of the answer call (default: 256 tokens, greedy)
+                 encoder=None,  # sentence encoder of the support check (None: LexicalEncoder)
                  threshold: float | None = None,     # support cut-off (None: SUPPORT_THRESHOLDS for the encoder)
                  budget: int | None = CONTEXT_BUDGET,  # passage tokens in the prompt
                  tokenizer='minilm',                 # token counter of the budget: 'minilm', a HF tokenizer, or None (words)
                  summary_tokens: int = 200):         # max tokens of the summary call
-        if mode not in ('direct', 'summarise_then_answer'): raise ValueError(f'unknown mode {mode!r}')
+        if mode not in ('direct', 'summarise_then_answer'):
+            raise ValueError(f'unknown mode {mode!r}')
         if tokenizer == 'minilm':
             from scholarqa.doc import TokenCounter
-            tokenizer = TokenCounter()                      # MiniLM's token counts without loading transformers (00_doc)
-        self.backend, self.k, self.mode, self.task, self.encoder, self.threshold = backend, k, mode, task, encoder, threshold
-        self.params, self.budget, self.tokenizer, self.summary_tokens = params or GenParams(max_tokens=256), budget, tokenizer, summary_tokens
+            # MiniLM's token counts without loading transformers (00_doc)
+            tokenizer = TokenCounter()
+        self.backend, self.k, self.mode, self.task, self.encoder, self.threshold = (backend, k,
+                                                                                    mode, task,
+                                                                                    encoder,
+                                                                                    threshold)
+        self.params, self.budget, self.tokenizer, self.summary_tokens = (
+            params or GenParams(max_tokens=256),
+            budget,
+            tokenizer,
+            summary_tokens,
+        )
 
     def answer(self, question: str, hits) -> Answer:
-        "Generate, then check: an `Answer` with text, resolved citations, unsupported sentences and invented labels."
+        """Generate, then check: an `Answer` with text, resolved citations, unsupported sentences
+        and invented labels."""
         hits, calls, summary = list(hits)[:self.k], [], None
         if self.mode == 'summarise_then_answer':
-            calls.append(self.backend.chat(summary_prompt(question, hits, self.budget, self.tokenizer),
+            calls.append(self.backend
+                         .chat(summary_prompt(question, hits, self.budget, self.tokenizer),
                                            replace(self.params, max_tokens=self.summary_tokens)))
             summary = calls[-1].text
-        calls.append(self.backend.chat(answer_prompt(question, hits, self.mode, summary, self.task, self.budget, self.tokenizer),
+        calls.append(self.backend
+                     .chat(answer_prompt(question, hits, self.mode, summary, self.task, self.budget,
+                                         self.tokenizer),
                                        self.params))
         text = calls[-1].text.strip()
-        cits, uns, inv, rows = _ans_check(text, hits, self.encoder, self.threshold, support=self.task == 'open')
-        return Answer(text, cits, uns, inv, hits, calls[-1].backend, calls[-1].model, [r['score'] for r in rows],
+        cits, uns, inv, rows = _ans_check(text, hits, self.encoder, self.threshold,
+                                          support=self.task == 'open')
+        return Answer(text, cits, uns, inv, hits, calls[-1].backend, calls[-1].model,
+                      [r['score'] for r in rows],
                       is_insufficient(text), calls)
 
 # %% ../../nbs/03a_answer.ipynb #d59fe984
 def mmr_select(query_vec: np.ndarray,      # (d,) L2-normalised
                cand_vecs: np.ndarray,      # (n, d) L2-normalised
                n: int, lam: float = 0.7) -> list[int]:
-    "Indices of `n` candidates by maximal marginal relevance (λ·relevance − (1−λ)·redundancy); ties → lower index."
+    """Indices of `n` candidates by maximal marginal relevance (λ·relevance − (1−λ)·redundancy);
+    ties → lower index."""
     rel = cand_vecs @ query_vec                             # (n,)
     chosen, red = [], np.full(len(rel), -np.inf)
     for _ in range(min(n, len(rel))):
@@ -370,26 +491,31 @@ def mmr_select(query_vec: np.ndarray,      # (d,) L2-normalised
     return chosen
 
 class ExtractiveGenerator:
-    "Answer by quoting the retrieved sentences most similar to the question (MMR), each cited with its passage label."
+    """Answer by quoting the retrieved sentences most similar to the question (MMR), each cited
+    with its passage label."""
     def __init__(self, encoder=None,          # sentence encoder (LexicalEncoder if None)
                  k: int = 5,                   # hits used
                  n_sentences: int = 3,         # sentences in the answer
                  lam: float = 0.7,             # MMR trade-off: 1 = pure relevance, 0 = pure novelty
                  min_words: int = 4):          # shorter sentences ("RESULTS:") are not candidates
-        self.encoder, self.k, self.n_sentences, self.lam, self.min_words = encoder, k, n_sentences, lam, min_words
+        self.encoder, self.k, self.n_sentences, self.lam, self.min_words = (encoder, k, n_sentences,
+                                                                            lam, min_words)
 
     def select(self, question: str, passages: list) -> list[tuple]:
         "(label, sentence) pairs chosen from `passages` [(label, text)], in reading order."
-        cands = [(pi, si, lab, text[a:b].strip().rstrip('…').strip()) for pi, (lab, text) in enumerate(passages)
+        cands = [(pi, si, lab, text[a:b].strip().rstrip('…').strip())
+                 for pi, (lab, text) in enumerate(passages)
                  for si, (a, b) in enumerate(split_sentences_rules(text))]
         cands = [c for c in cands if len(c[3].split()) >= self.min_words]
         if not cands: return []
-        v = encode_texts([question] + [c[3] for c in cands], self.encoder)     # (1 + n_candidates, d)
-        picked = sorted(mmr_select(v[0], v[1:], self.n_sentences, self.lam), key=lambda j: cands[j][:2])
+        v = encode_texts([question] + [c[3] for c in cands], self.encoder)  # (1 + n_candidates, d)
+        picked = sorted(mmr_select(v[0], v[1:], self.n_sentences, self.lam),
+                        key=lambda j: cands[j][:2])
         return [(cands[j][2], cands[j][3]) for j in picked]
 
     def text(self, question: str, passages: list) -> str:
-        "The answer text: chosen sentences, each followed by its [label]; the abstention sentence when nothing is left."
+        """The answer text: chosen sentences, each followed by its [label]; the abstention
+        sentence when nothing is left."""
         chosen = self.select(question, passages)
         return ' '.join(f'{s} [{lab}]' for lab, s in chosen) if chosen else INSUFFICIENT_CONTEXT
 
@@ -398,7 +524,8 @@ class ExtractiveGenerator:
         hits = list(hits)[:self.k]
         text = self.text(question, [(hit_label(h), h.chunk.text) for h in hits])
         cits, uns, inv, rows = _ans_check(text, hits, self.encoder)
-        return Answer(text, cits, uns, inv, hits, 'extractive', extractive_model_id(self), [r['score'] for r in rows], is_insufficient(text))
+        return Answer(text, cits, uns, inv, hits, 'extractive', extractive_model_id(self),
+                      [r['score'] for r in rows], is_insufficient(text))
 
 def extractive_model_id(gen: ExtractiveGenerator) -> str:
     "The id of an extractive configuration: encoder, λ and number of sentences."
@@ -407,37 +534,47 @@ def extractive_model_id(gen: ExtractiveGenerator) -> str:
     return f'mmr(lam={gen.lam},n={gen.n_sentences})+{name if enc is not None else LexicalEncoder.model_id}'
 
 # %% ../../nbs/03a_answer.ipynb #d86b257d
-_ANS_PASSAGE = re.compile(r'^\[(Paper-[^\]\s]+)\](?: \(section: [^\n]*\))?\n(.*?)(?=\n\n\[Paper-|\n\nQuestion: |\Z)', re.S | re.M)
+_ANS_PASSAGE = re.compile(r'^\[(Paper-[^\]\s]+)\](?: \(section: '
+                          r'[^\n]*\))?\n(.*?)(?=\n\n\[Paper-|\n\nQuestion: |\Z)', re.S | re.M)
 
 def prompt_passages(text: str) -> tuple[str, list]:
-    "(question, [(label, passage text)]) read back from a prompt written by `answer_prompt` / `summary_prompt`."
+    """(question, [(label, passage text)]) read back from a prompt written by `answer_prompt` /
+    `summary_prompt`."""
     qs = re.findall(r'^Question: (.*)$', text, re.M)
     passages = [(m.group(1), m.group(2).strip()) for m in _ANS_PASSAGE.finditer(text)]
-    if not passages and 'Summary of the passages:' in text:       # summarise-then-answer: the summary's labelled sentences
+    # summarise-then-answer: the summary's labelled sentences
+    if not passages and 'Summary of the passages:' in text:
         summ = text.split('Summary of the passages:', 1)[1].split('\n\nPassage labels:', 1)[0]
-        passages = [(s['labels'][0], s['claim']) for s in answer_sentences(summ) if s['labels'] and s['claim']]
+        passages = [(s['labels'][0], s['claim']) for s in answer_sentences(summ) if s['labels']
+                    and s['claim']]
     return (qs[-1].strip() if qs else ''), passages
 
 class ExtractiveBackend(Backend):
-    "The no-LLM backend: reads question and labelled passages from the prompt, answers with `ExtractiveGenerator`."
+    """The no-LLM backend: reads question and labelled passages from the prompt, answers with
+    `ExtractiveGenerator`."""
     name = 'extractive'
-    def __init__(self, model=None,             # sentence encoder: None → bundled MiniLM, 'lexical', or a sentence-transformers name/path
+    def __init__(self,
+                 model=None,             # sentence encoder: None → bundled MiniLM, 'lexical', or a sentence-transformers name/path
                  encoder=None,                 # or an encoder object (overrides `model`)
                  n_sentences: int = 3, lam: float = 0.7, **_):
         if encoder is None: encoder = LexicalEncoder() if model == 'lexical' else load_minilm(model)
-        if not hasattr(encoder, 'model_id'): encoder._ans_name = Path(str(model or 'all-MiniLM-L6-v2')).name
+        if not hasattr(encoder, 'model_id'):
+            encoder._ans_name = Path(str(model or 'all-MiniLM-L6-v2')).name
         self.gen = ExtractiveGenerator(encoder, n_sentences=n_sentences, lam=lam)
         self.model_id = extractive_model_id(self.gen)
 
     def _call(self, kind, prompt, params, schema=None) -> Completion:
         if kind == 'json':
-            raise BackendError('extractive backend: it quotes passages and cannot write JSON (e.g. judge scores); '
+            raise BackendError('extractive backend: it quotes passages and cannot write JSON (e.g. '
+                               'judge scores); '
                                'use --backend llama_cpp, transformers or openai for that')
         t0 = time.perf_counter()
-        user = prompt if isinstance(prompt, str) else next((m.content for m in reversed(prompt) if m.role == 'user'), '')
+        user = (prompt if isinstance(prompt, str)
+                else next((m.content for m in reversed(prompt) if m.role == 'user'), ''))
         question, passages = prompt_passages(user)
         text = self.gen.text(question, passages)
         # token counts of this backend are whitespace words (it has no tokenizer of its own)
-        return Completion(text, self.name, self.model_id, len(user.split()), len(text.split()), time.perf_counter() - t0)
+        return Completion(text, self.name, self.model_id, len(user.split()), len(text.split()),
+                          time.perf_counter() - t0)
 
 BACKENDS['extractive'] = ExtractiveBackend

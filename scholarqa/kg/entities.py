@@ -22,39 +22,54 @@ __all__ = ['ENTITY_TYPES', 'ENTITY_TYPE_DEFINITIONS', 'ENTITY_TYPE_SYNONYMS', 'S
            'extract_entities', 'entity_prf', 'load_entity_gold', 'gold_units', 'mentions_in_units', 'prf_table']
 
 # %% ../../nbs/01a_entities.ipynb #5432e133
-ENTITY_TYPES = ('Person', 'Organization', 'Method', 'Algorithm', 'Model', 'Task', 'Dataset', 'Metric', 'Tool',
+ENTITY_TYPES = ('Person', 'Organization', 'Method', 'Algorithm', 'Model', 'Task', 'Dataset',
+                'Metric', 'Tool',
                 'Publication', 'Finding')
 
 ENTITY_TYPE_DEFINITIONS = {
     'Person': 'a named human being (author, researcher); the name only, without "et al."',
-    'Organization': 'a named institution: university, company, laboratory, agency, consortium or collaboration',
-    'Method': 'a named or clearly delimited technique, approach, framework or system design used in research',
-    'Algorithm': 'a precisely specified procedure, usually known by a proper name (BM25, K-means, Adam)',
-    'Model': 'a trained or parameterised model, neural architecture, or named scientific model (BERT, LSTM, GPT-4)',
-    'Task': 'a research problem or task as the field names it (question answering, named entity recognition)',
+    'Organization': 'a named institution: university, company, laboratory, agency, consortium or '
+                    'collaboration',
+    'Method': 'a named or clearly delimited technique, approach, framework or system design used '
+              'in research',
+    'Algorithm': 'a precisely specified procedure, usually known by a proper name (BM25, K-means, '
+                 'Adam)',
+    'Model': 'a trained or parameterised model, neural architecture, or named scientific model '
+             '(BERT, LSTM, GPT-4)',
+    'Task': 'a research problem or task as the field names it (question answering, named entity '
+            'recognition)',
     'Dataset': 'a named collection of data: dataset, corpus, benchmark, database or data release',
     'Metric': 'a measure used to evaluate or compare results (MRR, Hit@5, F1, BLEU, accuracy)',
-    'Tool': 'named software, library, toolkit, platform, programming language, instrument or facility',
-    'Publication': 'a named publication or venue: paper or book title, journal, conference, preprint server',
-    'Finding': 'a result the text explicitly reports as one (the clause after "we show that", "results indicate that")',
+    'Tool': 'named software, library, toolkit, platform, programming language, instrument or '
+            'facility',
+    'Publication': 'a named publication or venue: paper or book title, journal, conference, '
+                   'preprint server',
+    'Finding': 'a result the text explicitly reports as one (the clause after "we show that", '
+               '"results indicate that")',
 }
 
 # the paper's open-ended type names (§3.1, §4.3) → our closed taxonomy
 ENTITY_TYPE_SYNONYMS = {
     'author': 'Person', 'researcher': 'Person', 'people': 'Person', 'university': 'Organization',
     'institution': 'Organization', 'research group': 'Organization', 'company': 'Organization',
-    'technique': 'Method', 'framework': 'Method', 'approach': 'Method', 'measure': 'Metric', 'score': 'Metric',
-    'evaluation': 'Metric', 'evaluation metric': 'Metric', 'paper': 'Publication', 'article': 'Publication',
-    'venue': 'Publication', 'database': 'Dataset', 'corpus': 'Dataset', 'benchmark': 'Dataset', 'software': 'Tool',
-    'system': 'Tool', 'software tool': 'Tool', 'library': 'Tool', 'result': 'Finding', 'problem': 'Task',
+    'technique': 'Method', 'framework': 'Method', 'approach': 'Method', 'measure': 'Metric',
+    'score': 'Metric',
+    'evaluation': 'Metric', 'evaluation metric': 'Metric', 'paper': 'Publication',
+    'article': 'Publication',
+    'venue': 'Publication', 'database': 'Dataset', 'corpus': 'Dataset', 'benchmark': 'Dataset',
+    'software': 'Tool',
+    'system': 'Tool', 'software tool': 'Tool', 'library': 'Tool', 'result': 'Finding',
+    'problem': 'Task',
 }
 
 def canonical_entity_type(name: str) -> str | None:
-    "Our taxonomy's type for a type name (exact, case-insensitive or a synonym from the paper); None if it has none."
+    """Our taxonomy's type for a type name (exact, case-insensitive or a synonym from the paper);
+    None if it has none."""
     name = ' '.join(str(name or '').replace('_', ' ').split())
     for t in ENTITY_TYPES:
         if name.lower() == t.lower(): return t
-    return ENTITY_TYPE_SYNONYMS.get(name.lower().rstrip('s')) or ENTITY_TYPE_SYNONYMS.get(name.lower())
+    return (ENTITY_TYPE_SYNONYMS.get(name.lower().rstrip('s'))
+            or ENTITY_TYPE_SYNONYMS.get(name.lower()))
 
 # %% ../../nbs/01a_entities.ipynb #5175279f
 @dataclass
@@ -63,7 +78,8 @@ class Mention:
     paper_id: str
     section_path: str
     paragraph_index: int
-    sentence_n: int | None   # the Sentence.n whose span contains `start` (None if the paragraph has no sentences)
+    # the Sentence.n whose span contains `start` (None if the paragraph has no sentences)
+    sentence_n: int | None
     start: int               # character offsets in Paragraph.text
     end: int
     text: str
@@ -83,7 +99,8 @@ class Entity:
 class EntityExtractor:
     "Interface: `extract(paper) -> list[Mention]`; `name` is recorded in every mention it makes."
     name = 'base'
-    kinds = ('text', 'caption', 'list')   # paragraph kinds worth reading (formulas and tables are skipped)
+    # paragraph kinds worth reading (formulas and tables are skipped)
+    kinds = ('text', 'caption', 'list')
     def extract(self, paper) -> list: raise NotImplementedError
 
     def paragraphs(self, paper):
@@ -91,66 +108,86 @@ class EntityExtractor:
         return list(iter_paragraphs(paper, kinds=self.kinds))
 
 def _ent_sentence_n(paragraph, offset: int) -> int | None:
-    "The `Sentence.n` of the sentence of `paragraph` that contains character `offset` (nearest before it otherwise)."
+    """The `Sentence.n` of the sentence of `paragraph` that contains character `offset` (nearest
+    before it otherwise)."""
     best = None
     for s in paragraph.sentences:
         if s.start <= offset < max(s.end, s.start + 1): return s.n
         if s.start <= offset: best = s.n
     return best
 
-_ENT_MARKER = re.compile(r'\[formula\]|\{\{[^}]*\}\}|\b(?:BIBREF|TABREF|FIGREF|SECREF)\d+\b|^\[?\d+(?:[,\-–]\s*\d+)*\]?$')
+_ENT_MARKER = re.compile(
+    r'\[formula\]|\{\{[^}]*\}\}|\b(?:BIBREF|TABREF|FIGREF|SECREF)\d+\b|^\[?\d+(?:[,\-–]\s*\d+)*\]?$'
+)
 
 _ENT_TEX = re.compile(r'[\\$_{}^]')   # TeX fragments are not names
 
-def _ent_mention(paper, section, paragraph, start: int, end: int, etype: str, extractor: str) -> Mention | None:
-    "A Mention for `paragraph.text[start:end]` trimmed of white space and punctuation; None for markers and empty spans."
+def _ent_mention(paper, section, paragraph, start: int, end: int, etype: str,
+                 extractor: str) -> Mention | None:
+    """A Mention for `paragraph.text[start:end]` trimmed of white space and punctuation; None for
+    markers and empty spans."""
     text = paragraph.text
     while start < end and (text[start].isspace() or text[start] in ',;:("\'“‘['): start += 1
     while end > start and (text[end - 1].isspace() or text[end - 1] in ',;:.)"\'”’]'):
         if text[end - 1] == ')' and text[start:end].count('(') >= text[start:end].count(')'): break
         if text[end - 1] == ']' and text[start:end].count('[') >= text[start:end].count(']'): break
         end -= 1
-    if etype != 'Finding':   # naming convention of the guideline: no leading determiner, no trailing "et al."
+    # naming convention of the guideline: no leading determiner, no trailing "et al."
+    if etype != 'Finding':
         lead = re.match(r'(?:the|a|an)\s+', text[start:end], re.IGNORECASE)
         if lead and end - start > lead.end(): start += lead.end()
         tail = re.search(r'\s+et al\.?$', text[start:end])
         if tail: end = start + tail.start()
     surface = text[start:end]
-    if end - start < 2 or _ENT_MARKER.search(surface) or _ENT_TEX.search(surface) or not any(c.isalpha() for c in surface): return None
-    return Mention(paper.id, section.path, paragraph.index, _ent_sentence_n(paragraph, start), start, end, surface,
+    if (end - start < 2 or _ENT_MARKER.search(surface) or _ENT_TEX.search(surface)
+        or not any(c.isalpha() for c in surface)):
+        return None
+    return Mention(paper.id, section.path, paragraph.index, _ent_sentence_n(paragraph, start),
+                   start, end, surface,
                    etype, extractor)
 
 # %% ../../nbs/01a_entities.ipynb #b5e4b84b
-SPACY_LABEL_TYPES = {'PERSON': 'Person', 'ORG': 'Organization', 'PRODUCT': 'Tool', 'WORK_OF_ART': 'Publication'}
+SPACY_LABEL_TYPES = {'PERSON': 'Person', 'ORG': 'Organization', 'PRODUCT': 'Tool',
+                     'WORK_OF_ART': 'Publication'}
 
 class SpacyExtractor(EntityExtractor):
-    "spaCy NER with its labels mapped onto ENTITY_TYPES (`SPACY_LABEL_TYPES`; unmapped labels are dropped)."
+    """spaCy NER with its labels mapped onto ENTITY_TYPES (`SPACY_LABEL_TYPES`; unmapped labels
+    are dropped)."""
     name = 'spacy'
-    def __init__(self, nlp=None,                 # a loaded spaCy pipeline; default `scholarqa.doc.load_spacy()`
+    def __init__(self, nlp=None,  # a loaded spaCy pipeline; default `scholarqa.doc.load_spacy()`
                  label_types: dict | None = None,  # spaCy label -> our type
                  batch_size: int = 64):
-        self.nlp, self.label_types, self.batch_size = nlp, dict(label_types or SPACY_LABEL_TYPES), batch_size
+        self.nlp, self.label_types, self.batch_size = (nlp, dict(label_types or SPACY_LABEL_TYPES),
+                                                       batch_size)
 
     def extract(self, paper) -> list:
         nlp = self.nlp or load_spacy()
         pairs = self.paragraphs(paper)
         off = [n for n in ('lemmatizer',) if n in nlp.pipe_names]
         out = []
-        for (section, para), doc in zip(pairs, nlp.pipe((p.text for _, p in pairs), batch_size=self.batch_size, disable=off)):
+        for (section, para), doc in zip(pairs,
+                                        nlp
+                                        .pipe((p.text for _, p in pairs),
+                                              batch_size=self.batch_size, disable=off)):
             for ent in doc.ents:
                 t = self.label_types.get(ent.label_)
-                m = t and _ent_mention(paper, section, para, ent.start_char, ent.end_char, t, self.name)
+                m = (t
+                     and _ent_mention(paper, section, para, ent.start_char, ent.end_char, t,
+                                      self.name))
                 if m: out.append(m)
         return out
 
 # %% ../../nbs/01a_entities.ipynb #cc5772af
 _ENT_ACRONYM = re.compile(r'\(([A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*?)(s?)\)')
 _ENT_WORD = re.compile(r"[A-Za-z0-9][\w\-'’+]*")
-_ENT_STOP = {'a', 'an', 'the', 'of', 'for', 'and', 'in', 'on', 'to', 'with', 'by', 'we', 'our', 'this', 'that', 'is',
-             'are', 'as', 'at', 'from', 'its', 'their', 'be', 'or', 'called', 'termed', 'use', 'using', 'uses'}
+_ENT_STOP = {'a', 'an', 'the', 'of', 'for', 'and', 'in', 'on', 'to', 'with', 'by', 'we', 'our',
+             'this', 'that', 'is',
+             'are', 'as', 'at', 'from', 'its', 'their', 'be', 'or', 'called', 'termed', 'use',
+             'using', 'uses'}
 
 def _ent_letters_match(acronym: str, words: list[str]) -> bool:
-    "Whether the acronym's letters occur in order in `words`, the first letter starting the first word."
+    """Whether the acronym's letters occur in order in `words`, the first letter starting the
+    first word."""
     letters = [c.lower() for c in acronym if c.isalnum()]
     text = ' '.join(words).lower()
     if not letters or not text or text[0] != letters[0]: return False
@@ -162,108 +199,227 @@ def _ent_letters_match(acronym: str, words: list[str]) -> bool:
     return True
 
 def find_acronym_definitions(text: str) -> list[tuple[int, int, int, int]]:
-    "(long_start, long_end, acr_start, acr_end) for every 'Long Form (LF)' definition in `text` (Schwartz–Hearst style)."
+    """(long_start, long_end, acr_start, acr_end) for every 'Long Form (LF)' definition in `text`
+    (Schwartz–Hearst style)."""
     out = []
     for m in _ENT_ACRONYM.finditer(text):
         acr = m.group(1)
-        if len(acr) < 2 or len(acr) > 12 or sum(c.isupper() for c in acr) < 2 and not acr[0].isupper(): continue
+        if (len(acr) < 2 or len(acr) > 12 or sum(c.isupper() for c in acr) < 2
+            and not acr[0].isupper()):
+            continue
         words = list(_ENT_WORD.finditer(text[max(0, m.start() - 160):m.start()]))
         base = max(0, m.start() - 160)
-        if words and text[base + words[-1].end():m.start()].strip(): continue   # "(LF)" must follow the long form directly
+        # "(LF)" must follow the long form directly
+        if words and text[base + words[-1].end():m.start()].strip(): continue
         n_letters = sum(c.isalpha() for c in acr)
         best = None
-        for k in range(2, min(len(words), n_letters + 5) + 1):   # shortest long form (≥ 2 words) that explains the acronym
+        # shortest long form (≥ 2 words) that explains the acronym
+        for k in range(2, min(len(words), n_letters + 5) + 1):
             cand = words[-k:]
             if cand[0].group().lower() in _ENT_STOP or any(acr in w.group() for w in cand): continue
             if _ent_letters_match(acr, [w.group() for w in cand]):
                 best = cand; break
-        if best: out.append((base + best[0].start(), base + best[-1].end(), m.start(1), m.start(1) + len(acr)))
+        if best:
+            out.append((base + best[0].start(), base + best[-1].end(), m.start(1),
+                        m.start(1) + len(acr)))
     return out
 
 # %% ../../nbs/01a_entities.ipynb #0ea73feb
-KNOWN_TASKS = ('question answering', 'named entity recognition', 'machine translation', 'text classification',
-               'sentiment analysis', 'summarization', 'summarisation', 'information retrieval', 'passage retrieval',
-               'document retrieval', 'relation extraction', 'information extraction', 'entity linking',
-               'language modeling', 'language modelling', 'part-of-speech tagging', 'dependency parsing',
-               'coreference resolution', 'natural language inference', 'image classification', 'object detection',
-               'semantic segmentation', 'speech recognition', 'link prediction', 'node classification',
-               'text generation', 'dialogue generation', 'fact checking', 'fact verification', 'citation recommendation',
-               'knowledge graph completion', 'reading comprehension', 'topic modeling', 'topic modelling',
-               'sentiment classification', 'emotion recognition', 'sentence segmentation', 'sentence splitting')
-KNOWN_METRICS = ('accuracy', 'precision', 'recall', 'F1', 'F1 score', 'F1-score', 'F-score', 'F-measure', 'macro-F1',
-                 'micro-F1', 'MRR', 'mean reciprocal rank', 'MAP', 'mean average precision', 'nDCG', 'NDCG', 'BLEU',
-                 'ROUGE', 'ROUGE-L', 'ROUGE-1', 'ROUGE-2', 'METEOR', 'perplexity', 'AUC', 'ROC AUC', 'exact match',
-                 'mean squared error', 'MSE', 'RMSE', 'MAE', 'mean absolute error', 'Pearson correlation',
-                 'Spearman correlation', "Cohen's kappa", 'Distinct-1', 'Distinct-2', 'word error rate', 'WER',
-                 'error rate', 'top-1 accuracy', 'top-5 accuracy', 'silhouette', 'adjusted Rand index')
+KNOWN_TASKS = ('question answering', 'named entity recognition', 'machine translation',
+               'text classification',
+               'sentiment analysis', 'summarization', 'summarisation', 'information retrieval',
+               'passage retrieval',
+               'document retrieval', 'relation extraction', 'information extraction',
+               'entity linking',
+               'language modeling', 'language modelling', 'part-of-speech tagging',
+               'dependency parsing',
+               'coreference resolution', 'natural language inference', 'image classification',
+               'object detection',
+               'semantic segmentation', 'speech recognition', 'link prediction',
+               'node classification',
+               'text generation', 'dialogue generation', 'fact checking', 'fact verification',
+               'citation recommendation',
+               'knowledge graph completion', 'reading comprehension', 'topic modeling',
+               'topic modelling',
+               'sentiment classification', 'emotion recognition', 'sentence segmentation',
+               'sentence splitting')
+KNOWN_METRICS = ('accuracy', 'precision', 'recall', 'F1', 'F1 score', 'F1-score', 'F-score',
+                 'F-measure', 'macro-F1',
+                 'micro-F1', 'MRR', 'mean reciprocal rank', 'MAP', 'mean average precision', 'nDCG',
+                 'NDCG', 'BLEU',
+                 'ROUGE', 'ROUGE-L', 'ROUGE-1', 'ROUGE-2', 'METEOR', 'perplexity', 'AUC', 'ROC AUC',
+                 'exact match',
+                 'mean squared error', 'MSE', 'RMSE', 'MAE', 'mean absolute error',
+                 'Pearson correlation',
+                 'Spearman correlation', "Cohen's kappa", 'Distinct-1', 'Distinct-2',
+                 'word error rate', 'WER',
+                 'error rate', 'top-1 accuracy', 'top-5 accuracy', 'silhouette',
+                 'adjusted Rand index')
 _ENT_HEADS = [   # (head words of a long form or a "<name> <head>" phrase, type); first match wins
-    (('dataset', 'datasets', 'corpus', 'corpora', 'benchmark', 'treebank', 'database', 'bank', 'collection', 'archive'), 'Dataset'),
-    (('score', 'rate', 'error', 'accuracy', 'precision', 'recall', 'index', 'metric', 'measure', 'rank', 'gain', 'ratio'), 'Metric'),
-    (('university', 'institute', 'laboratory', 'laboratories', 'lab', 'labs', 'center', 'centre', 'foundation', 'agency',
-      'association', 'consortium', 'council', 'collaboration', 'organization', 'organisation', 'inc', 'ltd', 'corporation'), 'Organization'),
-    (('conference', 'workshop', 'symposium', 'journal', 'proceedings', 'transactions', 'letters', 'review'), 'Publication'),
-    (('toolkit', 'library', 'software', 'package', 'tool', 'platform', 'language', 'spectrograph', 'telescope', 'detector'), 'Tool'),
+    (('dataset', 'datasets', 'corpus', 'corpora', 'benchmark', 'treebank', 'database', 'bank',
+      'collection', 'archive'), 'Dataset'),
+    (('score', 'rate', 'error', 'accuracy', 'precision', 'recall', 'index', 'metric', 'measure',
+      'rank', 'gain', 'ratio'), 'Metric'),
+    (('university', 'institute', 'laboratory', 'laboratories', 'lab', 'labs', 'center', 'centre',
+      'foundation', 'agency',
+      'association', 'consortium', 'council', 'collaboration', 'organization', 'organisation',
+      'inc', 'ltd', 'corporation'), 'Organization'),
+    (('conference', 'workshop', 'symposium', 'journal', 'proceedings', 'transactions', 'letters',
+      'review'), 'Publication'),
+    (('toolkit', 'library', 'software', 'package', 'tool', 'platform', 'language', 'spectrograph',
+      'telescope', 'detector'), 'Tool'),
     (('algorithm', 'search', 'descent', 'sampling', 'decomposition', 'clustering'), 'Algorithm'),
-    (('model', 'models', 'network', 'networks', 'net', 'transformer', 'encoder', 'decoder', 'lm', 'lms', 'llm', 'llms',
+    (('model', 'models', 'network', 'networks', 'net', 'transformer', 'encoder', 'decoder', 'lm',
+      'lms', 'llm', 'llms',
       'machine', 'embedding', 'embeddings', 'retriever', 'classifier', 'autoencoder'), 'Model'),
-    (('answering', 'recognition', 'classification', 'translation', 'summarization', 'summarisation', 'detection',
-      'extraction', 'parsing', 'tagging', 'segmentation', 'labeling', 'labelling', 'prediction', 'analysis', 'retrieval',
-      'generation', 'verification', 'completion', 'localization', 'inference', 'recommendation'), 'Task'),
+    (('answering', 'recognition', 'classification', 'translation', 'summarization', 'summarisation',
+      'detection',
+      'extraction', 'parsing', 'tagging', 'segmentation', 'labeling', 'labelling', 'prediction',
+      'analysis', 'retrieval',
+      'generation', 'verification', 'completion', 'localization', 'inference', 'recommendation'),
+     'Task'),
 ]
 def _ent_head_type(phrase: str) -> str | None:
     "Type suggested by the last word of `phrase` (None when the head is not telling)."
     words = re.findall(r"[A-Za-z]+", phrase.lower())
     if not words: return None
-    for heads, t in _ENT_HEADS[2:4]:   # institutions and venues are recognised by a cue word anywhere ("Institute of X")
+    # institutions and venues are recognised by a cue word anywhere ("Institute of X")
+    for heads, t in _ENT_HEADS[2:4]:
         if set(words) & set(heads): return t
     for heads, t in _ENT_HEADS:
         if words[-1] in heads: return t
     return None
 
 def type_long_form(long_form: str) -> str | None:
-    "Type of a defined acronym's long form by its head word; Title-Case names default to Method, lower-case ones without a telling head to None."
+    """Type of a defined acronym's long form by its head word; Title-Case names default to
+    Method, lower-case ones without a telling head to None."""
     if long_form.lower() in KNOWN_TASKS: return 'Task'
     t = _ent_head_type(long_form)
     content = [w for w in re.findall(r"[A-Za-z][\w\-]*", long_form) if w.lower() not in _ENT_STOP]
     title_case = content and sum(w[0].isupper() for w in content) >= max(1, len(content) - 1)
     if t == 'Task' and title_case: return 'Method'
-    return t or ('Method' if title_case else None)   # "conformal field theory (CFT)" is a concept, not a named artifact
+    # "conformal field theory (CFT)" is a concept, not a named artifact
+    return t or ('Method' if title_case else None)
 
 # %% ../../nbs/01a_entities.ipynb #e781eb42
-_ENT_NAME = r"(?:[A-Z][\w\-\.@+]*[\w@+]|[A-Z]|[a-z]+[A-Z][\w\-]*|\d[\w\-]*[A-Za-z][\w\-]*)"   # a capitalised/camel/alnum token
+# a capitalised/camel/alnum token
+_ENT_NAME = r"(?:[A-Z][\w\-\.@+]*[\w@+]|[A-Z]|[a-z]+[A-Z][\w\-]*|\d[\w\-]*[A-Za-z][\w\-]*)"
 _ENT_NAMES = rf"{_ENT_NAME}(?:[ \-]{_ENT_NAME}){{0,4}}"
-_ENT_LIST = re.compile(rf"(?:\s*\([^()]{{0,40}}\))?(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+or\s+)(?:the\s+)?({_ENT_NAMES})")   # ", Y and Z" after a name
-_ENT_RULES = [   # (name, compiled pattern, group holding the span, type)
-    ('dataset-head', re.compile(rf"\b({_ENT_NAMES})\s+(?:data ?set|dataset|corpus|benchmark|treebank|database)s?\b"), 1, 'Dataset'),
-    ('evaluated-on', re.compile(rf"\b(?:trained|evaluated|tested|fine-tuned|experiments?|results?|performance)\s+(?:\w+\s+)?on\s+(?:the\s+)?({_ENT_NAMES})"), 1, 'Dataset'),
-    ('tool-head', re.compile(rf"\b({_ENT_NAMES})\s+(?:toolkit|library|software|package|tool|platform)s?\b"), 1, 'Tool'),
-    ('we-propose', re.compile(rf"\b[Ww]e\s+(?:also\s+)?(?:propose|introduce|present|develop|design|describe|release)\s+(?:a |an |the )?(?:new |novel |simple )?({_ENT_NAMES})"), 1, 'Method'),
-    ('metric-at-k', re.compile(r"\b((?:(?!(?:Besides|And|The|With|At|On|In|Our|Its|Both|While|Than|Of|For|By|Whereas|But) )[A-Z][a-z]+ )?(?:Recall|Precision|Hits?|nDCG|NDCG|MAP|P|R|Acc|Success|MRR)@\d+)"), 1, 'Metric'),
-    ('metric-score', re.compile(r"\b((?:(?:macro|micro|token|weighted)[ \-])?(?:[A-Z][A-Z0-9\-@]+|[A-Z][a-z]+[A-Z]\w*)(?: score)?)(?= score\b|\s+of\s+\d)"), 1, 'Metric'),
+# ", Y and Z" after a name
+_ENT_LIST = re.compile(
+    rf"(?:\s*\([^()]{{0,40}}\))?(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+or\s+)(?:the\s+)?({_ENT_NAMES})"
+)
+_ENT_RULES = [  # (name, compiled pattern, group holding the span, type)
+    (
+        'dataset-head',
+        re.compile(
+            rf"\b({_ENT_NAMES})\s+(?:data ?set|dataset|corpus|benchmark|treebank|database)s?\b"
+        ),
+        1,
+        'Dataset',
+    ),
+    (
+        'evaluated-on',
+        re.compile(
+            rf"\b(?:trained|evaluated|tested|fine-tuned|experiments?|results?|performance)\s+(?:\w+\s+)?on\s+(?:the\s+)?({_ENT_NAMES})"
+        ),
+        1,
+        'Dataset',
+    ),
+    (
+        'tool-head',
+        re.compile(rf"\b({_ENT_NAMES})\s+(?:toolkit|library|software|package|tool|platform)s?\b"),
+        1,
+        'Tool',
+    ),
+    (
+        'we-propose',
+        re.compile(
+            rf"\b[Ww]e\s+(?:also\s+)?(?:propose|introduce|present|develop|design|describe|release)\s+(?:a |an |the )?(?:new |novel |simple )?({_ENT_NAMES})"
+        ),
+        1,
+        'Method',
+    ),
+    (
+        'metric-at-k',
+        re.compile(
+            r"\b((?:(?!(?:Besides|And|The|With|At|On|In|Our|Its|Both|While|Than|Of|For|By|Whereas|But) )[A-Z][a-z]+ )?(?:Recall|Precision|Hits?|nDCG|NDCG|MAP|P|R|Acc|Success|MRR)@\d+)"
+        ),
+        1,
+        'Metric',
+    ),
+    (
+        'metric-score',
+        re.compile(
+            r"\b((?:(?:macro|micro|token|weighted)[ "
+            r"\-])?(?:[A-Z][A-Z0-9\-@]+|[A-Z][a-z]+[A-Z]\w*)(?: score)?)(?= "
+            r"score\b|\s+of\s+\d)"
+        ),
+        1,
+        'Metric',
+    ),
     ('metric-f1', re.compile(r"\b((?:macro|micro|token|weighted)[ \-]F1)\b"), 1, 'Metric'),
-    ('task-head', re.compile(r"\b((?:[A-Za-z][a-z\-]+ ){0,2}[a-z][a-z\-]+ (?:retrieval|classification|recognition|answering|summari[sz]ation|translation|detection|extraction|parsing|tagging|segmentation|labell?ing))\b"), 1, 'Task'),
+    (
+        'task-head',
+        re.compile(
+            r"\b((?:[A-Za-z][a-z\-]+ ){0,2}[a-z][a-z\-]+ "
+            r"(?:retrieval|classification|recognition|answering|summari[sz]ation|translation|detection|extraction|parsing|tagging|segmentation|labell?ing))\b"
+        ),
+        1,
+        'Task',
+    ),
     ('et-al', re.compile(r"\b([A-Z][a-z]+(?:[ \-][A-Z][a-z]+)?)(?= et al\b)"), 1, 'Person'),
-    ('organization', re.compile(r"\b((?:University|Institute|Laboratory|Academy) of(?: the)?(?: [A-Z][\w\-]+)+|(?:[A-Z][\w\-]+ )+(?:University|Institute(?: of(?: [A-Z][\w\-]+)+)?|Laboratory|Laboratories|Labs?|Foundation|Corporation|Consortium|Collaboration))\b"), 1, 'Organization'),
-    ('finding', re.compile(r"\b(?:[Ww]e|[Oo]ur (?:results|experiments|analysis)|[Rr]esults|[Ee]xperiments|[Tt]his)\s+(?:also\s+)?(?:show|shows|showed|find|finds|found|demonstrate|demonstrates|observe|observed|reveal|reveals|suggest|suggests|indicate|indicates|confirm|confirms)\s+that\s+(.+?)\s*(?=[.;](?:\s|$)|$)"), 1, 'Finding'),
+    (
+        'organization',
+        re.compile(
+            r"\b((?:University|Institute|Laboratory|Academy) of(?: the)?(?: "
+            r"[A-Z][\w\-]+)+|(?:[A-Z][\w\-]+ )+(?:University|Institute(?: of(?: "
+            r"[A-Z][\w\-]+)+)?|Laboratory|Laboratories|Labs?|Foundation|Corporation|Consortium|Collaboration))\b"
+        ),
+        1,
+        'Organization',
+    ),
+    (
+        'finding',
+        re.compile(
+            r"\b(?:[Ww]e|[Oo]ur "
+            r"(?:results|experiments|analysis)|[Rr]esults|[Ee]xperiments|[Tt]his)\s+(?:also\s+)?(?:show|shows|showed|find|finds|found|demonstrate|demonstrates|observe|observed|reveal|reveals|suggest|suggests|indicate|indicates|confirm|confirms)\s+that\s+(.+?)\s*(?=[.;](?:\s|$)|$)"
+        ),
+        1,
+        'Finding',
+    ),
 ]
-_ENT_LEAD = re.compile(r"^(?:(?:the|a|an|this|these|those|our|their|its|which|what|each|both|all)\s+)+", re.IGNORECASE)
-_ENT_NOT_NAMES = {'other', 'some', 'many', 'several', 'such', 'most', 'new', 'the', 'a', 'an', 'this', 'these', 'those', 'our', 'their', 'its', 'which', 'what', 'each', 'both',
-                  'all', 'we', 'in', 'on', 'table', 'section', 'figure', 'fig', 'appendix', 'eq', 'it', 'they', 'he', 'she',
-                  'however', 'here', 'there', 'then', 'since', 'for', 'to', 'is', 'are', 'as', 'if', 'when', 'while'}
-_ENT_TASK_LEFT_STOP = _ENT_STOP | {'improves', 'improve', 'improved', 'such', 'all', 'both', 'each', 'which', 'while',
-                                   'when', 'than', 'standard', 'existing', 'its', 'evaluate', 'expand', 'carries', 'so',
-                                   'reports', 'doubles', 'hurts', 'change', 'idea', 'problem', 'set', 'graph', 'benchmark',
-                                   'benchmarks', 'perform', 'performs', 'do', 'does', 'not', 'only', 'into', 'about', 'good', 'better', 'best',
-                                   'any', 'new', 'analyse', 'analyze', 'strong', 'weak', 'same', 'other', 'more', 'less',
+_ENT_LEAD = re.compile(
+    r"^(?:(?:the|a|an|this|these|those|our|their|its|which|what|each|both|all)\s+)+", re.IGNORECASE
+)
+_ENT_NOT_NAMES = {'other', 'some', 'many', 'several', 'such', 'most', 'new', 'the', 'a', 'an',
+                  'this', 'these', 'those', 'our', 'their', 'its', 'which', 'what', 'each', 'both',
+                  'all', 'we', 'in', 'on', 'table', 'section', 'figure', 'fig', 'appendix', 'eq',
+                  'it', 'they', 'he', 'she',
+                  'however', 'here', 'there', 'then', 'since', 'for', 'to', 'is', 'are', 'as', 'if',
+                  'when', 'while'}
+_ENT_TASK_LEFT_STOP = _ENT_STOP | {'improves', 'improve', 'improved', 'such', 'all', 'both', 'each',
+                                   'which', 'while',
+                                   'when', 'than', 'standard', 'existing', 'its', 'evaluate',
+                                   'expand', 'carries', 'so',
+                                   'reports', 'doubles', 'hurts', 'change', 'idea', 'problem',
+                                   'set', 'graph', 'benchmark',
+                                   'benchmarks', 'perform', 'performs', 'do', 'does', 'not', 'only',
+                                   'into', 'about', 'good', 'better', 'best',
+                                   'any', 'new', 'analyse', 'analyze', 'strong', 'weak', 'same',
+                                   'other', 'more', 'less',
                                    'most', 'full', 'whole', 'many', 'several', 'some', 'most'}
 
 def _ent_trim_task(phrase: str) -> int:
-    "Characters to drop from the left of a task phrase: keep the head and at most two modifiers right of a function word/verb."
+    """Characters to drop from the left of a task phrase: keep the head and at most two modifiers
+    right of a function word/verb."""
     words = phrase.split(' ')
     keep = 1
     for w in reversed(words[:-1]):
         lw = w.lower()
-        if lw in _ENT_TASK_LEFT_STOP or lw.endswith(('ed', 'ly', 'ing')) or (lw.endswith('s') and not lw.endswith(('ss', 'is', 'us'))): break
+        if (lw in _ENT_TASK_LEFT_STOP or lw.endswith(('ed', 'ly', 'ing'))
+            or (lw.endswith('s') and not lw.endswith(('ss', 'is', 'us')))):
+            break
         keep += 1
     if keep == 1: return len(phrase)   # a bare head ("retrieval") is not a task name
     return len(phrase) - len(' '.join(words[-keep:]))
@@ -271,16 +427,21 @@ def _ent_trim_task(phrase: str) -> int:
 def _ent_find_label(text: str, label: str) -> list[tuple[int, int]]:
     "Whole-word occurrences of `label` in `text` (case-insensitive unless the label has capitals)."
     flags = 0 if any(c.isupper() for c in label) else re.IGNORECASE
-    return [(m.start(), m.end()) for m in re.finditer(rf"(?<![\w\-@]){re.escape(label)}(?![\w@]|-\w)", text, flags)]
+    return [(m.start(), m.end())
+            for m in re.finditer(rf"(?<![\w\-@]){re.escape(label)}(?![\w@]|-\w)", text, flags)]
 
 def _ent_lexicon_matcher(lexicon: dict):
-    "A function text -> [(start, end, type)] finding every label of `lexicon` (longest match first, whole words)."
+    """A function text -> [(start, end, type)] finding every label of `lexicon` (longest match
+    first, whole words)."""
     parts = []
     for sensitive in (True, False):
-        labels = sorted((l for l in lexicon if any(c.isupper() for c in l) == sensitive), key=lambda l: (-len(l), l))
+        labels = sorted((l for l in lexicon if any(c.isupper() for c in l) == sensitive),
+                        key=lambda l: (-len(l), l))
         if labels:
-            rx = re.compile(r"(?<![\w\-@])(?:" + '|'.join(map(re.escape, labels)) + r")(?![\w@]|-\w)", 0 if sensitive else re.IGNORECASE)
-            types = {l if sensitive else l.lower(): t for l, t in lexicon.items() if any(c.isupper() for c in l) == sensitive}
+            rx = re.compile(r"(?<![\w\-@])(?:" + '|'.join(map(re.escape, labels))
+                            + r")(?![\w@]|-\w)", 0 if sensitive else re.IGNORECASE)
+            types = {l if sensitive else l.lower(): t for l, t in lexicon.items()
+                     if any(c.isupper() for c in l) == sensitive}
             parts.append((rx, types, sensitive))
     def find(text: str) -> list:
         return [(m.start(), m.end(), types[m.group() if sensitive else m.group().lower()])
@@ -288,8 +449,10 @@ def _ent_lexicon_matcher(lexicon: dict):
     return find
 
 def _ent_appositive_type(text: str, end: int) -> str | None:
-    "The type an appositive gives a name: 'Z, a benchmark of …' → Dataset (None without a telling head word)."
-    m = re.match(r"\s*(?:,|\(|:)\s*(?:a|an|the)\s+((?:[\w\-]+\s+){0,5}?[\w\-]+)", text[end:end + 80])
+    """The type an appositive gives a name: 'Z, a benchmark of …' → Dataset (None without a
+    telling head word)."""
+    m = re.match(r"\s*(?:,|\(|:)\s*(?:a|an|the)\s+((?:[\w\-]+\s+){0,5}?[\w\-]+)",
+                 text[end:end + 80])
     if not m: return None
     words = m.group(1).lower().split()
     for w in words:
@@ -298,14 +461,17 @@ def _ent_appositive_type(text: str, end: int) -> str | None:
     return None
 
 class PatternExtractor(EntityExtractor):
-    "Scholarly surface patterns: defined acronyms, '<name> dataset', metric and task vocabularies, 'we propose Z', findings, a gazetteer."
+    """Scholarly surface patterns: defined acronyms, '<name> dataset', metric and task
+    vocabularies, 'we propose Z', findings, a gazetteer."""
     name = 'patterns'
-    def __init__(self, gazetteer: dict | None = None,   # {label: type} of known entities (StructRAG fills it from the KG)
+    def __init__(self,
+                 gazetteer: dict | None = None,   # {label: type} of known entities (StructRAG fills it from the KG)
                  tasks=KNOWN_TASKS, metrics=KNOWN_METRICS,
-                 findings: bool = True,                 # extract signalled findings ("we show that …")
+                 findings: bool = True,  # extract signalled findings ("we show that …")
                  propagate: bool = True):               # names found in a paper are also matched everywhere else in it
         self.gazetteer = {k: canonical_entity_type(v) or v for k, v in (gazetteer or {}).items()}
-        self.lexicon = {**{t: 'Task' for t in tasks}, **{m: 'Metric' for m in metrics}, **self.gazetteer}
+        self.lexicon = {**{t: 'Task' for t in tasks}, **{m: 'Metric' for m in metrics},
+                        **self.gazetteer}
         self.findings, self.propagate = findings, propagate
 
     def _rule_spans(self, text: str):
@@ -320,10 +486,14 @@ class PatternExtractor(EntityExtractor):
                     yield a, b, t; continue
                 lead = t != 'Finding' and _ENT_LEAD.match(text[a:b])
                 if lead: a += lead.end()
-                if t in ('Dataset', 'Tool', 'Method') and (text[a:b].lower() in _ENT_NOT_NAMES or b - a < 2): continue
-                if rname == 'we-propose': t = _ent_appositive_type(text, b) or type_long_form(text[a:b]) or t
+                if (t in ('Dataset', 'Tool', 'Method')
+                    and (text[a:b].lower() in _ENT_NOT_NAMES or b - a < 2)):
+                    continue
+                if rname == 'we-propose':
+                    t = _ent_appositive_type(text, b) or type_long_form(text[a:b]) or t
                 yield a, b, t
-                if rname in ('evaluated-on', 'dataset-head'):   # "results on X, Y and Z": the list shares the type
+                # "results on X, Y and Z": the list shares the type
+                if rname in ('evaluated-on', 'dataset-head'):
                     pos = b
                     while (n := _ENT_LIST.match(text, pos)):
                         yield n.start(1), n.end(1), t; pos = n.end()
@@ -341,12 +511,14 @@ class PatternExtractor(EntityExtractor):
             for a, b, t in self._rule_spans(para.text):
                 found.append((section, para, a, b, t))
                 label = para.text[a:b]
-                if t not in ('Finding', 'Task', 'Person') and re.search(r'[A-Z0-9]', label) and len(label) > 2:
+                if (t not in ('Finding', 'Task', 'Person') and re.search(r'[A-Z0-9]', label)
+                    and len(label) > 2):
                     names.setdefault(label, t)
         return found, names
 
     def fit(self, papers) -> 'PatternExtractor':
-        "Add the names every paper establishes (definitions, rule matches) to the gazetteer, so all papers find them."
+        """Add the names every paper establishes (definitions, rule matches) to the gazetteer, so
+        all papers find them."""
         votes = defaultdict(Counter)
         for paper in papers:
             for label, t in self._first_pass(paper)[1].items(): votes[label][t] += 1
@@ -357,11 +529,18 @@ class PatternExtractor(EntityExtractor):
     def extract(self, paper) -> list:
         pairs = self.paragraphs(paper)
         found, names = self._first_pass(paper)
-        if getattr(self, '_matcher_for', None) is not self.lexicon or len(self.lexicon) != self._matcher_size:
-            self._matcher, self._matcher_for, self._matcher_size = _ent_lexicon_matcher(self.lexicon), self.lexicon, len(self.lexicon)
-        local = _ent_lexicon_matcher({k: v for k, v in names.items() if k not in self.lexicon} if self.propagate else {})
+        if (getattr(self, '_matcher_for', None) is not self.lexicon
+            or len(self.lexicon) != self._matcher_size):
+            self._matcher, self._matcher_for, self._matcher_size = (
+                _ent_lexicon_matcher(self.lexicon),
+                self.lexicon,
+                len(self.lexicon),
+            )
+        local = _ent_lexicon_matcher({k: v for k, v in names.items() if k not in self.lexicon}
+                                     if self.propagate else {})
         for section, para in pairs:
-            found += [(section, para, a, b, t) for a, b, t in local(para.text) + self._matcher(para.text)]
+            found += [(section, para, a, b, t) for a, b, t in local(para.text)
+                      + self._matcher(para.text)]
         out, seen = [], set()
         for section, para, a, b, t in found:
             m = _ent_mention(paper, section, para, a, b, t, self.name)
@@ -382,31 +561,39 @@ Paragraph:
 """
 
 def parse_entity_json(answer: str) -> list[dict]:
-    "The list of {'text', 'type'} objects in an LLM answer (tolerates prose around the JSON; [] if there is none)."
+    """The list of {'text', 'type'} objects in an LLM answer (tolerates prose around the JSON; []
+    if there is none)."""
     a, b = answer.find('['), answer.rfind(']')
     if a < 0 or b <= a: return []
     try: items = json.loads(answer[a:b + 1])
     except json.JSONDecodeError: return []
-    return [x for x in items if isinstance(x, dict) and isinstance(x.get('text'), str) and x.get('type')]
+    return [x for x in items if isinstance(x, dict) and isinstance(x.get('text'), str)
+            and x.get('type')]
 
 ENTITY_JSON_SCHEMA = {'type': 'object', 'required': ['entities'], 'properties': {'entities': {
-    'type': 'array', 'maxItems': 8, 'items': {'type': 'object', 'required': ['text', 'type'], 'properties': {
-        'text': {'type': 'string', 'minLength': 1, 'maxLength': 60}, 'type': {'type': 'string', 'enum': list(ENTITY_TYPES)}}}}}}
+    'type': 'array', 'maxItems': 8,
+    'items': {'type': 'object', 'required': ['text', 'type'], 'properties': {
+        'text': {'type': 'string', 'minLength': 1, 'maxLength': 60},
+        'type': {'type': 'string', 'enum': list(ENTITY_TYPES)}}}}}}
 
 class LLMExtractor(EntityExtractor):
-    "Entities from any `complete(prompt) -> str` returning JSON [{'text','type'}]; types validated, spans located in the text."
+    """Entities from any `complete(prompt) -> str` returning JSON [{'text','type'}]; types
+    validated, spans located in the text."""
     def __init__(self, complete,                     # callable prompt -> answer text
                  model: str = 'unknown',             # recorded as extractor 'llm:<model>'
                  prompt: str = ENTITY_PROMPT, max_paragraphs: int | None = None,
                  only: set | None = None):           # {(paper id, section path, paragraph index)} to read; None: all
-        self.complete, self.prompt, self.max_paragraphs, self.only = complete, prompt, max_paragraphs, only
+        self.complete, self.prompt, self.max_paragraphs, self.only = (complete, prompt,
+                                                                      max_paragraphs, only)
         self.name = f'llm:{model}'
         self.stats = Counter()       # calls, items returned, bad_type, not_in_text, failed_calls
-        self.returned = Counter()    # (text, type) -> how often the model returned it: shows a model parroting its prompt
+        # (text, type) -> how often the model returned it: shows a model parroting its prompt
+        self.returned = Counter()
 
     def paragraphs(self, paper):
         ps = super().paragraphs(paper)
-        return ps if self.only is None else [(s, p) for s, p in ps if (paper.id, s.path, p.index) in self.only]
+        return (ps if self.only is None
+                else [(s, p) for s, p in ps if (paper.id, s.path, p.index) in self.only])
 
     def extract(self, paper) -> list:
         defs = '\n'.join(f'- {t}: {d}' for t, d in ENTITY_TYPE_DEFINITIONS.items())
@@ -414,16 +601,20 @@ class LLMExtractor(EntityExtractor):
         for section, para in self.paragraphs(paper)[:self.max_paragraphs]:
             seen = set()
             self.stats['calls'] += 1
-            for item in parse_entity_json(self.complete(self.prompt.format(definitions=defs, text=para.text))):
+            for item in parse_entity_json(self
+                                          .complete(self.prompt
+                                                    .format(definitions=defs, text=para.text))):
                 self.stats['items'] += 1; self.returned[(item['text'], str(item['type']))] += 1
                 t = canonical_entity_type(item['type'])
                 if t is None:
                     self.stats['bad_type'] += 1; continue
                 spans = _ent_find_label(para.text, item['text'].strip()) or [
-                    (m.start(), m.end()) for m in re.finditer(re.escape(item['text'].strip()), para.text, re.IGNORECASE)]
+                    (m.start(), m.end())
+                    for m in re.finditer(re.escape(item['text'].strip()), para.text, re.IGNORECASE)]
                 if not spans: self.stats['not_in_text'] += 1
                 for a, b in spans:
-                    m = (a, b, t) not in seen and _ent_mention(paper, section, para, a, b, t, self.name)
+                    m = ((a, b, t) not in seen
+                         and _ent_mention(paper, section, para, a, b, t, self.name))
                     if m: seen.add((a, b, t)); out.append(m)
         return out
 
@@ -433,17 +624,20 @@ _ENT_DETERMINERS = re.compile(r'^(?:the|a|an|this|these|our|their|its)\s+')
 _ENT_NO_SINGULAR = ('ss', 'us', 'is', 'ics', 'ous', 'sis', 'xis')
 
 def entity_key(label: str) -> str:
-    "Normalised label used for merging: NFKC + case-fold, no leading determiner, last word lightly singularised."
+    """Normalised label used for merging: NFKC + case-fold, no leading determiner, last word
+    lightly singularised."""
     raw = ' '.join(re.sub(r'[‐‑‒–—]', '-', str(label)).split())
     words = raw.split(' ')
     last = words[-1] if words else ''
     if re.fullmatch(r'[A-Z][A-Z0-9\-]*[A-Z0-9]s', last): words[-1] = last[:-1]   # LLMs -> LLM
-    elif len(last) > 3 and last[1:].islower() and last.endswith('s') and not last.lower().endswith(_ENT_NO_SINGULAR):
+    elif (len(last) > 3 and last[1:].islower() and last.endswith('s')
+          and not last.lower().endswith(_ENT_NO_SINGULAR)):
         words[-1] = last[:-3] + 'y' if last.endswith('ies') else last[:-1]
     return _ENT_DETERMINERS.sub('', normalise_text(' '.join(words)))
 
 def acronym_table(papers) -> tuple[dict, dict]:
-    "Per paper {acronym key: long-form key} from its definitions, and the corpus-wide table of unambiguous acronyms."
+    """Per paper {acronym key: long-form key} from its definitions, and the corpus-wide table of
+    unambiguous acronyms."""
     per_paper, seen = {}, defaultdict(set)
     for paper in papers:
         table = {}
@@ -457,19 +651,24 @@ def acronym_table(papers) -> tuple[dict, dict]:
 TYPE_PRIORITY = ('patterns', 'llm', 'spacy')
 
 def _ent_priority(extractor: str, priority) -> int:
-    "Rank of an extractor name in `priority` ('llm:x' counts as 'llm'); unknown extractors rank last."
+    """Rank of an extractor name in `priority` ('llm:x' counts as 'llm'); unknown extractors rank
+    last."""
     base = extractor.split(':')[0]
     return priority.index(base) if base in priority else len(priority)
 
 def resolve_entity_type(mentions, priority=TYPE_PRIORITY) -> str:
-    "Majority type over `mentions`; ties go to the extractor highest in `priority`, then to ENTITY_TYPES order."
+    """Majority type over `mentions`; ties go to the extractor highest in `priority`, then to
+    ENTITY_TYPES order."""
     votes = Counter(m.type for m in mentions)
-    best_rank = {t: min(_ent_priority(m.extractor, priority) for m in mentions if m.type == t) for t in votes}
+    best_rank = {t: min(_ent_priority(m.extractor, priority) for m in mentions if m.type == t)
+                 for t in votes}
     order = {t: i for i, t in enumerate(ENTITY_TYPES)}
     return min(votes, key=lambda t: (-votes[t], best_rank[t], order.get(t, len(order))))
 
-def extract_entities(papers, extractors, type_priority=TYPE_PRIORITY, progress: bool = False) -> tuple[list, list]:
-    "Run `extractors` on `papers`, normalise, link acronyms, merge across papers → (entities, mentions with entity_id)."
+def extract_entities(papers, extractors, type_priority=TYPE_PRIORITY,
+                     progress: bool = False) -> tuple[list, list]:
+    """Run `extractors` on `papers`, normalise, link acronyms, merge across papers → (entities,
+    mentions with entity_id)."""
     papers = list(papers)
     mentions = []
     it = papers
@@ -489,7 +688,8 @@ def extract_entities(papers, extractors, type_priority=TYPE_PRIORITY, progress: 
         eid = blake2b_hex(f'{t}|{k}')
         forms = Counter(m.text for m in ms)
         long_forms = [f for f in forms if entity_key(f) == k]
-        label = max(long_forms or forms, key=lambda f: (forms[f], f[:1].isupper(), -len(f), f)) if forms else k
+        label = (max(long_forms or forms, key=lambda f: (forms[f], f[:1].isupper(), -len(f), f))
+                 if forms else k)
         positions = {(m.paper_id, m.section_path, m.paragraph_index, m.start, m.end) for m in ms}
         entities.append(Entity(eid, label, t, sorted(set(forms) - {label}), len(positions)))
         for m in ms: m.entity_id = eid
@@ -503,8 +703,10 @@ def entity_prf(gold, predicted,            # iterables of (unit_key, start, end,
                match: str = 'exact',       # 'exact' | 'overlap'
                typed: bool = True,         # False: a span counts whatever its type
                types=None) -> dict:
-    "{type: {'p','r','f1','tp','gold','pred'}} per type plus 'micro' (over `types`, default every type seen)."
-    if match not in ('exact', 'overlap'): raise ValueError(f"match must be 'exact' or 'overlap', not {match!r}")
+    """{type: {'p','r','f1','tp','gold','pred'}} per type plus 'micro' (over `types`, default
+    every type seen)."""
+    if match not in ('exact', 'overlap'):
+        raise ValueError(f"match must be 'exact' or 'overlap', not {match!r}")
     norm = lambda xs: sorted({(k, int(a), int(b), t if typed else '*') for k, a, b, t in xs})
     gold, predicted = norm(gold), norm(predicted)
     types = list(types or sorted({x[3] for x in gold + predicted})) if typed else ['*']
@@ -514,20 +716,24 @@ def entity_prf(gold, predicted,            # iterables of (unit_key, start, end,
     for p in predicted:
         for g in by_key.get((p[0], p[3]), []):
             if g in used: continue
-            if (g[1], g[2]) == (p[1], p[2]) or (match == 'overlap' and _ent_overlaps(g[1:3], p[1:3])):
+            if ((g[1], g[2]) == (p[1], p[2])
+                or (match == 'overlap' and _ent_overlaps(g[1:3], p[1:3]))):
                 used.add(g); tp[p[3]] += 1; break
     ng, npred = Counter(g[3] for g in gold), Counter(p[3] for p in predicted)
     def score(t_tp, t_g, t_p):
         p = t_tp / t_p if t_p else 0.0
         r = t_tp / t_g if t_g else 0.0
-        return {'p': p, 'r': r, 'f1': 2 * p * r / (p + r) if p + r else 0.0, 'tp': t_tp, 'gold': t_g, 'pred': t_p}
+        return {'p': p, 'r': r, 'f1': 2 * p * r / (p + r) if p + r else 0.0, 'tp': t_tp,
+                'gold': t_g, 'pred': t_p}
     out = {t: score(tp[t], ng[t], npred[t]) for t in types}
-    out['micro'] = score(sum(tp[t] for t in types), sum(ng[t] for t in types), sum(npred[t] for t in types))
+    out['micro'] = score(sum(tp[t] for t in types), sum(ng[t] for t in types),
+                         sum(npred[t] for t in types))
     return out
 
 # %% ../../nbs/01a_entities.ipynb #0668355b
 def load_entity_gold(path) -> list[dict]:
-    "Rows of an entity gold file (JSON lines), checked: spans inside the sentence, types in ENTITY_TYPES."
+    """Rows of an entity gold file (JSON lines), checked: spans inside the sentence, types in
+    ENTITY_TYPES."""
     rows = []
     for i, line in enumerate(open(path, encoding='utf-8')):
         if not line.strip(): continue
@@ -539,12 +745,14 @@ def load_entity_gold(path) -> list[dict]:
     return rows
 
 def gold_units(rows) -> list[tuple]:
-    "Gold spans as (unit_key, start, end, type); unit_key = (paper_id, section_path, paragraph_index, sentence_n)."
+    """Gold spans as (unit_key, start, end, type); unit_key = (paper_id, section_path,
+    paragraph_index, sentence_n)."""
     return [((r['paper_id'], r['section_path'], r['paragraph_index'], r['sentence_n']), a, b, t)
             for r in rows for a, b, t in r['spans']]
 
 def mentions_in_units(mentions, rows) -> list[tuple]:
-    "Mentions that lie inside a gold sentence, as (unit_key, start, end, type) with offsets relative to that sentence."
+    """Mentions that lie inside a gold sentence, as (unit_key, start, end, type) with offsets
+    relative to that sentence."""
     where = defaultdict(list)
     for r in rows:
         where[(r['paper_id'], r['section_path'], r['paragraph_index'])].append(r)
@@ -553,12 +761,14 @@ def mentions_in_units(mentions, rows) -> list[tuple]:
         for r in where.get((m.paper_id, m.section_path, m.paragraph_index), []):
             a, b = m.start - r['sentence_start'], m.end - r['sentence_start']
             if 0 <= a and b <= len(r['sentence']):
-                out.append(((r['paper_id'], r['section_path'], r['paragraph_index'], r['sentence_n']), a, b, m.type))
+                out.append(((r['paper_id'], r['section_path'], r['paragraph_index'],
+                             r['sentence_n']), a, b, m.type))
     return out
 
 def prf_table(scores: dict, name: str = '') -> 'pd.DataFrame':
     "An `entity_prf` result as a table (one row per type, 'micro' last)."
     import pandas as pd
-    rows = [{'extractor': name, 'type': t, 'P': s['p'], 'R': s['r'], 'F1': s['f1'], 'tp': s['tp'], 'gold': s['gold'],
+    rows = [{'extractor': name, 'type': t, 'P': s['p'], 'R': s['r'], 'F1': s['f1'], 'tp': s['tp'],
+             'gold': s['gold'],
              'pred': s['pred']} for t, s in scores.items()]
     return pd.DataFrame(rows)

@@ -25,7 +25,9 @@ import unicodedata
 import urllib.parse
 from ..doc import Author, blake2b_hex, norm_source_id, normalise_text
 from ..readers.metadata import aan_name
-from .rdf import BASE, CITO, FABIO, KG_PREFIXES, SQA, org_id, org_iri, paper_iri, person_id, person_iri, venue_id, venue_iri
+from .rdf import (
+    BASE, CITO, FABIO, KG_PREFIXES, SQA, org_id, org_iri, paper_iri, person_id, person_iri,
+    venue_id, venue_iri)
 
 # %% auto #0
 __all__ = ['GRAPH_RELATIONS', 'GRAPH_NODE_TYPES', 'ScholarlyGraph', 'venue_series', 'normalise_venue', 'venue_key', 'author_key',
@@ -35,14 +37,17 @@ __all__ = ['GRAPH_RELATIONS', 'GRAPH_NODE_TYPES', 'ScholarlyGraph', 'venue_serie
 # %% ../../nbs/01b_graphs.ipynb #0ebcc661
 GRAPH_RELATIONS = {   # relation name -> (source node type, destination node type)
     'writes': ('Author', 'Paper'), 'cites': ('Paper', 'Paper'), 'published_in': ('Paper', 'Venue'),
-    'affiliated_with': ('Author', 'Institution'), 'coauthor': ('Author', 'Author'), 'has_topic': ('Paper', 'Topic')}
+    'affiliated_with': ('Author', 'Institution'), 'coauthor': ('Author', 'Author'),
+    'has_topic': ('Paper', 'Topic')}
 GRAPH_NODE_TYPES = ('Paper', 'Author', 'Venue', 'Institution', 'Topic')
 _GRAPH_SYMMETRIC = {'coauthor'}   # stored once, with the smaller id first
 
 def _graph_merge_attrs(old: dict, new: dict) -> None:
-    "Merge `new` into `old` in place: lists are unioned in order, other values fill only what is missing."
+    """Merge `new` into `old` in place: lists are unioned in order, other values fill only what
+    is missing."""
     if not old:   # fast path: a new node or edge
-        old.update((k, list(v) if isinstance(v, list) else v) for k, v in new.items() if not (v is None or v == '' or v == [] or v == {}))
+        old.update((k, list(v) if isinstance(v, list) else v) for k, v in new.items()
+                   if not (v is None or v == '' or v == [] or v == {}))
         return
     for k, v in new.items():
         if v is None or v == '' or v == [] or v == {}: continue
@@ -55,7 +60,8 @@ def _graph_merge_attrs(old: dict, new: dict) -> None:
 class ScholarlyGraph:
     "A typed property graph of papers, authors, venues, institutions (and topics)."
     nodes: dict = field(default_factory=dict)      # node type -> {node id: {attribute: value}}
-    edges: dict = field(default_factory=dict)      # (src type, relation, dst type) -> {(src id, dst id): {attribute: value}}
+    # (src type, relation, dst type) -> {(src id, dst id): {attribute: value}}
+    edges: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)   # name, name-cleaning report, …
 
     def add_node(self, type: str, id: str, **attrs) -> str:
@@ -64,8 +70,10 @@ class ScholarlyGraph:
         return id
 
     def add_edge(self, rel, src: str, dst: str, **attrs) -> None:
-        "Add edge `src -rel-> dst` (`rel`: a name in `GRAPH_RELATIONS` or a (src type, name, dst type) triple)."
-        key = rel if isinstance(rel, tuple) else (GRAPH_RELATIONS[rel][0], rel, GRAPH_RELATIONS[rel][1])
+        """Add edge `src -rel-> dst` (`rel`: a name in `GRAPH_RELATIONS` or a (src type, name,
+        dst type) triple)."""
+        key = (rel if isinstance(rel, tuple)
+               else (GRAPH_RELATIONS[rel][0], rel, GRAPH_RELATIONS[rel][1]))
         if key[1] in _GRAPH_SYMMETRIC and dst < src: src, dst = dst, src
         _graph_merge_attrs(self.edges.setdefault(key, {}).setdefault((src, dst), {}), attrs)
 
@@ -75,10 +83,12 @@ class ScholarlyGraph:
 
     def summary(self) -> dict:
         "Counts: nodes per type, then edges per relation."
-        return {**{t: len(ns) for t, ns in self.nodes.items()}, **{k[1]: len(es) for k, es in self.edges.items()}}
+        return {**{t: len(ns) for t, ns in self.nodes.items()},
+                **{k[1]: len(es) for k, es in self.edges.items()}}
 
     def neighbours(self, type: str, id: str, rel: str | None = None) -> list[tuple[str, str, str]]:
-        "(relation, neighbour type, neighbour id) for every edge touching node `id` (either direction)."
+        """(relation, neighbour type, neighbour id) for every edge touching node `id` (either
+        direction)."""
         out = []
         for (st, r, dt), es in self.edges.items():
             if rel and r != rel: continue
@@ -94,117 +104,180 @@ class ScholarlyGraph:
         return strip(self.nodes) == strip(other.nodes) and strip(self.edges) == strip(other.edges)
 
     def __repr__(self):
-        return f'ScholarlyGraph({self.metadata.get("name", "")!r}: ' + ', '.join(f'{k} {v}' for k, v in self.summary().items()) + ')'
+        return (f'ScholarlyGraph({self.metadata.get("name", "")!r}: '
+                + ', '.join(f'{k} {v}' for k, v in self.summary().items()) + ')')
 
 # %% ../../nbs/01b_graphs.ipynb #278068cb
 _VENUE_SERIES = {   # canonical acronym -> (full name, kind, cleaned keys that mean it)
     'ACL': ('Annual Meeting of the Association for Computational Linguistics', 'conference',
             ['acl', 'annual meeting of the association for computational linguistics',
-             'annual meeting of the association of computational linguistics', 'annual meeting of the association for compuational linguistics',
-             'annual meeting of the association for computational linguistics human language technologies', 'acl ijcnlp', 'acl hlt']),
+             'annual meeting of the association of computational linguistics',
+             'annual meeting of the association for compuational linguistics',
+             'annual meeting of the association for computational linguistics human language '
+             'technologies', 'acl ijcnlp', 'acl hlt']),
     'EMNLP': ('Conference on Empirical Methods in Natural Language Processing', 'conference',
               ['emnlp', 'conference on empirical methods in natural language processing',
                'sigdat conference on empirical methods in natural language processing',
-               'joint sigdat conference on empirical methods in natural language processing and very large corpora']),
-    'NAACL': ('Annual Conference of the North American Chapter of the Association for Computational Linguistics', 'conference',
-              ['naacl', 'naacl hlt', 'hlt naacl', 'meeting of the north american association for computational linguistics',
-               'human language technology conference and meeting of the north american association for computational linguistics',
-               'human language technologies the conference of the north american chapter of the association for computational linguistics',
-               'human language technologies the annual conference of the north american chapter of the association for computational linguistics',
-               'human language technologies the annual conference of the north american chapter of the association for computational linguistics naacl hlt']),
-    'COLING': ('International Conference on Computational Linguistics', 'conference', ['coling', 'international conference on computational linguistics']),
+               'joint sigdat conference on empirical methods in natural language processing and '
+               'very large corpora']),
+    'NAACL': ('Annual Conference of the North American Chapter of the Association for '
+              'Computational Linguistics', 'conference',
+              ['naacl', 'naacl hlt', 'hlt naacl',
+               'meeting of the north american association for computational linguistics',
+               'human language technology conference and meeting of the north american association '
+               'for computational linguistics',
+               'human language technologies the conference of the north american chapter of the '
+               'association for computational linguistics',
+               'human language technologies the annual conference of the north american chapter of '
+               'the association for computational linguistics',
+               'human language technologies the annual conference of the north american chapter of '
+               'the association for computational linguistics naacl hlt']),
+    'COLING': ('International Conference on Computational Linguistics', 'conference',
+               ['coling', 'international conference on computational linguistics']),
     'COLING-ACL': ('Joint COLING and ACL meeting', 'conference',
-                   ['coling acl', 'international conference on computational linguistics and annual meeting of the association for computational linguistics']),
-    'EACL': ('Conference of the European Chapter of the Association for Computational Linguistics', 'conference',
-             ['eacl', 'at eacl', 'conference of the european association for computational linguistics']),
+                   ['coling acl',
+                    'international conference on computational linguistics and annual meeting of '
+                    'the association for computational linguistics']),
+    'EACL': ('Conference of the European Chapter of the Association for Computational Linguistics',
+             'conference',
+             ['eacl', 'at eacl',
+              'conference of the european association for computational linguistics']),
     'CoNLL': ('Conference on Computational Natural Language Learning', 'conference',
-              ['conll', 'conference on computational natural language learning', 'conll conference on computational natural language learning',
+              ['conll', 'conference on computational natural language learning',
+               'conll conference on computational natural language learning',
                'workshop on computational natural language learning',
-               'conference on computational natural language learning and of the second learning language in logic workshop conll and lll']),
-    'EMNLP-CoNLL': ('Joint Conference on Empirical Methods in Natural Language Processing and Computational Natural Language Learning', 'conference',
-                    ['joint conference on empirical methods in natural language processing and computational natural language learning']),
-    'HLT': ('Human Language Technology Conference', 'conference', ['human language technology conference']),
-    'HLT-EMNLP': ('Human Language Technology Conference and Conference on Empirical Methods in Natural Language Processing', 'conference',
-                  ['human language technology conference and empirical methods in natural language processing']),
-    'ANLP': ('Applied Natural Language Processing Conference', 'conference', ['applied natural language processing conference']),
+               'conference on computational natural language learning and of the second learning '
+               'language in logic workshop conll and lll']),
+    'EMNLP-CoNLL': ('Joint Conference on Empirical Methods in Natural Language Processing and '
+                    'Computational Natural Language Learning', 'conference',
+                    ['joint conference on empirical methods in natural language processing and '
+                     'computational natural language learning']),
+    'HLT': ('Human Language Technology Conference', 'conference',
+            ['human language technology conference']),
+    'HLT-EMNLP': ('Human Language Technology Conference and Conference on Empirical Methods in '
+                  'Natural Language Processing', 'conference',
+                  ['human language technology conference and empirical methods in natural language '
+                   'processing']),
+    'ANLP': ('Applied Natural Language Processing Conference', 'conference',
+             ['applied natural language processing conference']),
     'ANLP-NAACL': ('Joint ANLP and NAACL meeting', 'conference',
-                   ['applied natural language processing conference and meeting of the north american association for computational linguistics']),
+                   ['applied natural language processing conference and meeting of the north '
+                    'american association for computational linguistics']),
     'IJCNLP': ('International Joint Conference on Natural Language Processing', 'conference',
                ['international joint conference on natural language processing']),
-    'CL': ('Computational Linguistics', 'journal', ['cl', 'computational linguistics', 'american journal of computational linguistics',
-                                                    'acl microfiche series 1 83 including computational linguistics']),
-    'LREC': ('International Conference on Language Resources and Evaluation', 'conference', ['lrec']),
+    'CL': ('Computational Linguistics', 'journal',
+           ['cl', 'computational linguistics', 'american journal of computational linguistics',
+                                                    'acl microfiche series 1 83 including '
+                                                    'computational linguistics']),
+    'LREC': ('International Conference on Language Resources and Evaluation', 'conference',
+             ['lrec']),
     'WMT': ('Workshop on Statistical Machine Translation', 'workshop',
-            ['workshop on statistical machine translation', 'joint workshop on statistical machine translation and metricsmatr']),
+            ['workshop on statistical machine translation',
+             'joint workshop on statistical machine translation and metricsmatr']),
     'SemEval': ('International Workshop on Semantic Evaluation', 'workshop',
                 ['international workshop on semantic evaluations']),
     'SIGDIAL': ('SIGdial Meeting on Discourse and Dialogue', 'workshop',
-                ['sigdial workshop on discourse and dialogue', 'sigdial workshop of discourse and dialogue', 'sigdial conference']),
+                ['sigdial workshop on discourse and dialogue',
+                 'sigdial workshop of discourse and dialogue', 'sigdial conference']),
     'INLG': ('International Natural Language Generation Conference', 'conference',
-             ['international natural language generation conference', 'inlg international natural language generation workshop',
-              'international workshop on natural language generation', 'international conference on natural language generation']),
+             ['international natural language generation conference',
+              'inlg international natural language generation workshop',
+              'international workshop on natural language generation',
+              'international conference on natural language generation']),
     'ENLG': ('European Workshop on Natural Language Generation', 'workshop',
-             ['european workshop on natural language generation', 'workshop on natural language generation']),
+             ['european workshop on natural language generation',
+              'workshop on natural language generation']),
     'IWPT': ('International Conference on Parsing Technologies', 'conference',
-             ['international workshop on parsing technology', 'international conference on parsing technologies']),
-    'IWCS': ('International Conference on Computational Semantics', 'conference', ['international conference on computational semantics']),
+             ['international workshop on parsing technology',
+              'international conference on parsing technologies']),
+    'IWCS': ('International Conference on Computational Semantics', 'conference',
+             ['international conference on computational semantics']),
     'LAW': ('Linguistic Annotation Workshop', 'workshop', ['linguistic annotation workshop']),
     'BEA': ('Workshop on Innovative Use of NLP for Building Educational Applications', 'workshop',
             ['workshop on building educational applications using natural language processing',
-             'workshop on innovative use of natural language processing for building educational applications']),
+             'workshop on innovative use of natural language processing for building educational '
+             'applications']),
     'MUC': ('Message Understanding Conference', 'conference', ['message understanding conference']),
-    'SIGMORPHON': ('Meeting of the ACL Special Interest Group on Computational Morphology and Phonology', 'workshop',
-                   ['meeting of acl special interest group on computational morphology and phonology',
-                    'meeting of the acl special interest group in computational morphology and phonology',
-                    'meeting of the acl special interest group on computational morphology and phonology',
-                    'meeting of the acl special interest group on computational phonology and morphology']),
+    'SIGMORPHON': ('Meeting of the ACL Special Interest Group on Computational Morphology and '
+                   'Phonology', 'workshop',
+                   ['meeting of acl special interest group on computational morphology and '
+                    'phonology',
+                    'meeting of the acl special interest group in computational morphology and '
+                    'phonology',
+                    'meeting of the acl special interest group on computational morphology and '
+                    'phonology',
+                    'meeting of the acl special interest group on computational phonology and '
+                    'morphology']),
 }
-_VENUE_TOKENS = {'textgraphs': 'TextGraphs', 'bionlp': 'BioNLP', 'sighan': 'SIGHAN', 'semeval': 'SemEval', 'sigdial': 'SIGDIAL'}  # a series named anywhere
-_VENUE_TOKEN_NAMES = {'TextGraphs': ('Workshop on Graph-based Methods for Natural Language Processing', 'workshop'),
+# a series named anywhere
+_VENUE_TOKENS = {'textgraphs': 'TextGraphs', 'bionlp': 'BioNLP', 'sighan': 'SIGHAN',
+                 'semeval': 'SemEval', 'sigdial': 'SIGDIAL'}
+_VENUE_TOKEN_NAMES = {'TextGraphs': ('Workshop on Graph-based Methods for Natural Language '
+                                     'Processing', 'workshop'),
                       'BioNLP': ('Workshop on Biomedical Natural Language Processing', 'workshop'),
                       'SIGHAN': ('SIGHAN Workshop on Chinese Language Processing', 'workshop')}
 _VENUE_BY_KEY = {k: acr for acr, (_, _, keys) in _VENUE_SERIES.items() for k in keys}
-_VENUE_TRACKS = re.compile(r'\b(?:conference short papers|short papers|software demos|demos|student research workshop papers'
-    r'|student research wor\w*(?: and doctoral consortium)?|system demonstrations|demonstration (?:sessions?|papers)|demonstrations?|interactive poster and demonstration sessions'
-    r'|interactive posters and demonstrations|interactive presentations?|interactive demonstrations|poster sessions?|posters?(?:/demos)?'
-    r'|tutorial (?:abstracts|notes)(?: of)?|tutorials|doctoral consortium|student sessions?|project notes|full papers|shared task'
+_VENUE_TRACKS = re.compile(r'\b(?:conference short papers|short papers|software '
+                           r'demos|demos|student research workshop papers'
+    r'|student research wor\w*(?: and doctoral consortium)?|system demonstrations|demonstration '
+    r'(?:sessions?|papers)|demonstrations?|interactive poster and demonstration sessions'
+    r'|interactive posters and demonstrations|interactive presentations?|interactive '
+    r'demonstrations|poster sessions?|posters?(?:/demos)?'
+    r'|tutorial (?:abstracts|notes)(?: of)?|tutorials|doctoral consortium|student '
+    r'sessions?|project notes|full papers|shared task'
     r'|companion volume.*|proceedings of the main conference)\b', re.I)
-_VENUE_HOST = re.compile(r'^(?:coling|eacl|acl|naacl|ijcnlp|hlt)(?:[- ](?:hlt|naacl|sigsem))?(?:[- ]?\d{2,4})?(?::\s*hlt)?:?\s+(?=.*\bworkshop\b)', re.I)
-_VENUE_ORDINAL = re.compile(r'\b(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|eight|ninth|tenth|eleventh|twelfth'
-                            r'|thirteenth|fourteenth|fifteenth)\b', re.I)
-_VENUE_SMALL = {'on', 'and', 'of', 'the', 'for', 'in', 'to', 'a', 'an', 'at', 'with', 'from', 'by', 'or'}
+_VENUE_HOST = re.compile(r'^(?:coling|eacl|acl|naacl|ijcnlp|hlt)(?:[- ](?:hlt|naacl|sigsem))?(?:[- '
+                         r']?\d{2,4})?(?::\s*hlt)?:?\s+(?=.*\bworkshop\b)', re.I)
+_VENUE_ORDINAL = re.compile(
+    r'\b(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|eight|ninth|tenth|eleventh|twelfth'
+    r'|thirteenth|fourteenth|fifteenth)\b',
+    re.I,
+)
+_VENUE_SMALL = {'on', 'and', 'of', 'the', 'for', 'in', 'to', 'a', 'an', 'at', 'with', 'from', 'by',
+                'or'}
 
 def _venue_fold(s: str) -> str:
     "Accent-, case- and punctuation-insensitive form with NLP/CL spelt out."
-    s = ''.join(c for c in unicodedata.normalize('NFKD', s) if not unicodedata.combining(c)).casefold()
+    s = ''.join(c for c in unicodedata.normalize('NFKD', s)
+                if not unicodedata.combining(c)).casefold()
     toks = re.sub(r'[^a-z0-9]+', ' ', s.replace('psycho-comp', 'psychocomp')).split()
-    if len(toks) > 1: toks = [{'nlp': 'natural language processing', 'cl': 'computational linguistics'}.get(t, t) for t in toks]
+    if len(toks) > 1:
+        toks = [{'nlp': 'natural language processing', 'cl': 'computational linguistics'}.get(t, t)
+                for t in toks]
     return ' '.join(toks)
 
 def _venue_clean(raw: str) -> str:
-    "The series part of a venue string: no proceedings/host prefix, track, year, ordinal or acronym tag."
+    """The series part of a venue string: no proceedings/host prefix, track, year, ordinal or
+    acronym tag."""
     s = re.sub(r'\s+', ' ', unicodedata.normalize('NFKC', raw).replace('’', "'")).strip()
     s = re.sub(r'^proceedings of (?:the )?', '', s, flags=re.I)
-    s = re.sub(r'\((?:[^()]*\d[^()]*|[^()\s]+|[A-Z0-9\-+ ]+)\)', ' ', s)       # '(GEAF 2009)', '(EMNLP-CoNLL)', '(IWPT'09)'
-    s = re.sub(r"\b(?:19|20)\d\d\b|\B'\d\d\b|(?<=[A-Za-z])-\d\d\b", ' ', s)   # years: 2009, '09, ACL-08
+    # '(GEAF 2009)', '(EMNLP-CoNLL)', '(IWPT'09)'
+    s = re.sub(r'\((?:[^()]*\d[^()]*|[^()\s]+|[A-Z0-9\-+ ]+)\)', ' ', s)
+    # years: 2009, '09, ACL-08
+    s = re.sub(r"\b(?:19|20)\d\d\b|\B'\d\d\b|(?<=[A-Za-z])-\d\d\b", ' ', s)
     s = _VENUE_ORDINAL.sub(' ', s)
     s = re.sub(r'\s+', ' ', re.sub(r'\s+([:;,])', r'\1', s)).strip(' ,;:-')
-    s = re.sub(r'^[^:]{1,40}:\s*proceedings of (?:the )?', '', s, flags=re.I)   # 'CoNLL 2008: Proceedings of the …'
+    # 'CoNLL 2008: Proceedings of the …'
+    s = re.sub(r'^[^:]{1,40}:\s*proceedings of (?:the )?', '', s, flags=re.I)
     s = _VENUE_TRACKS.sub(' ', s)
     s = re.sub(r'\s+', ' ', re.sub(r'\s+([:;,])', r'\1', s)).strip(' ,;:-/')
-    s = _VENUE_HOST.sub('', s)                                                 # 'NAACL HLT 2010 Workshop on …'
+    s = _VENUE_HOST.sub('', s)  # 'NAACL HLT 2010 Workshop on …'
     s = re.sub(r'^(?:proceedings of (?:the )?)', '', s, flags=re.I)
-    s = re.sub(r'^(?:[A-Z][\w\-+]*[A-Z][\w\-+]*\s+)+(?=[Ww]orkshop [Oo]n\b)', '', s)  # 'GEMS Workshop on', 'ACL-SIGSEM Workshop On'
-    if re.search(r'\bworkshop\b', s, re.I) and ':' in s and re.search(r'\bworkshop\b', s.split(':')[0], re.I):
+    # 'GEMS Workshop on', 'ACL-SIGSEM Workshop On'
+    s = re.sub(r'^(?:[A-Z][\w\-+]*[A-Z][\w\-+]*\s+)+(?=[Ww]orkshop [Oo]n\b)', '', s)
+    if (re.search(r'\bworkshop\b', s, re.I) and ':' in s
+        and re.search(r'\bworkshop\b', s.split(':')[0], re.I)):
         s = s.split(':')[0]                                                  # a workshop's subtitle
     w = s.split()
-    if len(w) > 2 and w[-2].lower() not in _VENUE_SMALL and re.fullmatch(r'[A-Z][A-Za-z0-9\-+]*[A-Z][A-Za-z0-9\-+]*|[A-Z]{2,}[a-z]?', w[-1]):
-        s = ' '.join(w[:-1])                                                 # a trailing acronym tag: '… Generation ENLG'
+    if (len(w) > 2 and w[-2].lower() not in _VENUE_SMALL
+        and re.fullmatch(r'[A-Z][A-Za-z0-9\-+]*[A-Z][A-Za-z0-9\-+]*|[A-Z]{2,}[a-z]?', w[-1])):
+        s = ' '.join(w[:-1])  # a trailing acronym tag: '… Generation ENLG'
     return re.sub(r'\s+', ' ', s).strip(' ,;:-')
 
 @functools.lru_cache(maxsize=None)
 def venue_series(raw: str) -> tuple[str, str, str]:
-    "(canonical venue name, full name, kind) for a raw venue string; kind is conference | journal | workshop | unknown."
+    """(canonical venue name, full name, kind) for a raw venue string; kind is conference |
+    journal | workshop | unknown."""
     if not raw or not raw.strip(): return '', '', 'unknown'
     for cand in (_venue_fold(raw), _venue_fold(_venue_clean(raw))):
         if cand in _VENUE_BY_KEY:
@@ -214,15 +287,27 @@ def venue_series(raw: str) -> tuple[str, str, str]:
         if tok in folded.split():
             full, kind = _VENUE_TOKEN_NAMES.get(acr) or _VENUE_SERIES[acr][:2]
             return acr, full, kind
-    words = _venue_clean(raw).replace('Psycho-Computational', 'Psychocomputational').split() or raw.split()
-    if len(words) > 1: words = [{'NLP': 'Natural Language Processing', 'CL': 'Computational Linguistics'}.get(w, w) for w in words]
-    name = ' '.join(w if (i == 0 or w.lower() not in _VENUE_SMALL) else w.lower() for i, w in enumerate(words))
+    words = (_venue_clean(raw).replace('Psycho-Computational', 'Psychocomputational').split()
+             or raw.split())
+    if len(words) > 1:
+        words = [{'NLP': 'Natural Language Processing', 'CL': 'Computational Linguistics'}.get(w, w)
+                 for w in words]
+    name = ' '.join(w if (i == 0 or w.lower() not in _VENUE_SMALL) else w.lower()
+                    for i, w in enumerate(words))
     name = name[:1].upper() + name[1:]
-    tag = re.search(r'\s(\([A-Za-z]+\))\s*$', raw)        # a name cleaning left alone keeps its tag: 'Journal of Retrieval Science (JRS)'
+    # a name cleaning left alone keeps its tag: 'Journal of Retrieval Science (JRS)'
+    tag = re.search(r'\s(\([A-Za-z]+\))\s*$', raw)
     if tag and _venue_fold(raw[:tag.start()]) == _venue_fold(name): name = raw.strip()
     low = name.lower()
-    kind = 'journal' if re.search(r'\b(journal|transactions|review|letters)\b', low) else \
-           'workshop' if 'workshop' in low else 'conference' if re.search(r'\b(conference|symposium|meeting|congress)\b', low) else 'unknown'
+    kind = (
+        'journal'
+        if re.search(r'\b(journal|transactions|review|letters)\b', low)
+        else 'workshop'
+        if 'workshop' in low
+        else 'conference'
+        if re.search(r'\b(conference|symposium|meeting|congress)\b', low)
+        else 'unknown'
+    )
     return name, name, kind
 
 def normalise_venue(raw: str) -> str:
@@ -235,25 +320,30 @@ def venue_key(raw: str) -> str:
 
 # %% ../../nbs/01b_graphs.ipynb #df63e4ea
 _AUTHOR_SUFFIXES = {'jr', 'sr', 'ii', 'iii', 'iv'}
-_AUTHOR_FOLD = str.maketrans({'ø': 'o', 'Ø': 'O', 'ł': 'l', 'Ł': 'L', 'ß': 'ss', 'đ': 'd', 'Đ': 'D', 'æ': 'ae', 'Æ': 'AE', 'œ': 'oe', 'ı': 'i'})
+_AUTHOR_FOLD = str.maketrans({'ø': 'o', 'Ø': 'O', 'ł': 'l', 'Ł': 'L', 'ß': 'ss', 'đ': 'd', 'Đ': 'D',
+                              'æ': 'ae', 'Æ': 'AE', 'œ': 'oe', 'ı': 'i'})
 _NON_KEY = re.compile(r'[^a-z0-9]+')
 
 @functools.lru_cache(maxsize=1 << 17)
 def author_key(name: str) -> str:
-    "Identity key of a person's name: 'Rush, Alexander M.' and 'Alexander M. Rush' → 'alexander m rush'."
+    """Identity key of a person's name: 'Rush, Alexander M.' and 'Alexander M. Rush' → 'alexander
+    m rush'."""
     s = name or ''
-    if not s.isascii():                 # ASCII has nothing to fold: most names skip the per-character pass
-        s = ''.join(c for c in unicodedata.normalize('NFKD', s.translate(_AUTHOR_FOLD)) if not unicodedata.combining(c))
+    if not s.isascii():  # ASCII has nothing to fold: most names skip the per-character pass
+        s = ''.join(c for c in unicodedata.normalize('NFKD', s.translate(_AUTHOR_FOLD))
+                    if not unicodedata.combining(c))
     parts = [_NON_KEY.sub(' ', p).strip() for p in s.casefold().split(',')]
     parts = [p for p in parts if p]
     suffix = [p for p in parts if p in _AUTHOR_SUFFIXES]
     parts = [p for p in parts if p not in _AUTHOR_SUFFIXES]
-    toks = (parts[1].split() + parts[0].split() + [t for p in parts[2:] for t in p.split()]) if len(parts) >= 2 else (parts[0].split() if parts else [])
+    toks = ((parts[1].split() + parts[0].split() + [t for p in parts[2:] for t in p.split()])
+            if len(parts) >= 2 else (parts[0].split() if parts else []))
     tail = [t for t in toks if t in _AUTHOR_SUFFIXES]
     return ' '.join([t for t in toks if t not in _AUTHOR_SUFFIXES] + tail + suffix)
 
 def initials_merges(keys) -> dict[str, str]:
-    "{initialled key: full key} where exactly one full name with the same surname fits the initials ('a rush' → 'alexander m rush')."
+    """{initialled key: full key} where exactly one full name with the same surname fits the
+    initials ('a rush' → 'alexander m rush')."""
     full_by_last = {}
     for k in keys:
         toks = k.split()
@@ -263,7 +353,8 @@ def initials_merges(keys) -> dict[str, str]:
         toks = k.split()
         if len(toks) < 2 or not all(len(t) == 1 for t in toks[:-1]): continue
         inits = toks[:-1]
-        fits = [f for f in full_by_last.get(toks[-1], []) if len(f) - 1 >= len(inits) and all(f[i][0] == c for i, c in enumerate(inits))]
+        fits = [f for f in full_by_last.get(toks[-1], []) if len(f) - 1 >= len(inits)
+                and all(f[i][0] == c for i, c in enumerate(inits))]
         if len(fits) == 1: out[k] = ' '.join(fits[0])
     return out
 
@@ -272,7 +363,8 @@ def _graph_surnames(paper) -> set:
     return {author_key(a.name).split()[-1] for a in paper.authors if author_key(a.name)}
 
 def merge_duplicate_works(papers) -> tuple[list, dict[str, str]]:
-    "Drop duplicate works (same DOI; or same title + year + a shared author surname): (kept papers, {dropped pid: kept pid})."
+    """Drop duplicate works (same DOI; or same title + year + a shared author surname): (kept
+    papers, {dropped pid: kept pid})."""
     papers = list(papers)
     parent = {p.id: p.id for p in papers}
     def find(x):
@@ -304,12 +396,14 @@ def merge_duplicate_works(papers) -> tuple[list, dict[str, str]]:
 
 # %% ../../nbs/01b_graphs.ipynb #d8c36bae
 def _graph_author_ids(papers, merge_initials: bool) -> tuple[dict, dict, dict, dict, dict]:
-    "Node id per (paper index, author index), display name and id attributes per node, name key -> node, report."
+    """Node id per (paper index, author index), display name and id attributes per node, name key
+    -> node, report."""
     oa2orcid, orcid2oa = {}, {}
     for p in papers:
         for a in p.authors:
             if a.ids.get('orcid') and a.ids.get('openalex'):
-                oa2orcid[a.ids['openalex']] = a.ids['orcid']; orcid2oa.setdefault(a.ids['orcid'], set()).add(a.ids['openalex'])
+                oa2orcid[a.ids['openalex']] = a.ids['orcid']
+                orcid2oa.setdefault(a.ids['orcid'], set()).add(a.ids['openalex'])
     keys, raw_name_only = {}, set()
     for p in papers:
         for a in p.authors:
@@ -330,52 +424,67 @@ def _graph_author_ids(papers, merge_initials: bool) -> tuple[dict, dict, dict, d
             group_of[(i, j)] = grp
             c = variants.setdefault(grp, {}); c[a.name] = c.get(a.name, 0) + 1
     nid_of, display, extra = {}, {}, {}
-    for grp, c in variants.items():   # display: the most frequent full spelling (an initialled one only when nothing else)
+    # display: the most frequent full spelling (an initialled one only when nothing else)
+    for grp, c in variants.items():
         kind, val = grp
-        best = max(c.items(), key=lambda kv: (kind != 'name' or author_key(kv[0]) == val, kv[1], len(kv[0])))[0]
-        best = aan_name(best) if best.count(',') == 1 else best   # display 'Rush, Alexander M.' as 'Alexander M. Rush'
+        best = max(c.items(),
+                   key=lambda kv: (kind != 'name' or author_key(kv[0]) == val, kv[1],
+                                   len(kv[0])))[0]
+        # display 'Rush, Alexander M.' as 'Alexander M. Rush'
+        best = aan_name(best) if best.count(',') == 1 else best
         nid = person_id(Author(best, ids={kind: val} if kind != 'name' else {}))
         nid_of[grp], display[nid] = nid, best
         extra[nid] = {kind: val} if kind != 'name' else {}
         if kind == 'orcid' and orcid2oa.get(val): extra[nid]['openalex'] = sorted(orcid2oa[val])
     ids = {ij: nid_of[g] for ij, g in group_of.items()}
     key_to_node = {k: nid_of[('name', to_full.get(k, k))] for k in keys}
-    report = {'author_name_strings': len({n for c in variants.values() for n in c}), 'author_nodes': len(display),
-              'author_spellings_merged': len(raw_name_only) - len(keys), 'initials_merged': len(to_full),
+    report = {'author_name_strings': len({n for c in variants.values() for n in c}),
+              'author_nodes': len(display),
+              'author_spellings_merged': len(raw_name_only) - len(keys),
+              'initials_merged': len(to_full),
               'orcid_with_several_openalex_ids': sum(len(v) > 1 for v in orcid2oa.values())}
     return ids, display, extra, key_to_node, report
 
 def _graph_institution(name: str, paper) -> dict:
-    "Attributes of an institution node: its name, and OpenAlex id / ROR / country when the work lists them."
+    """Attributes of an institution node: its name, and OpenAlex id / ROR / country when the work
+    lists them."""
     for inst in paper.metadata.get('institutions') or []:
         if isinstance(inst, dict) and inst.get('display_name') == name:
             oa = str(inst.get('id') or '').rstrip('/').rsplit('/', 1)[-1]
-            return {'name': name, 'openalex': oa, 'ror': inst.get('ror') or '', 'country': inst.get('country_code') or ''}
+            return {'name': name, 'openalex': oa, 'ror': inst.get('ror') or '',
+                    'country': inst.get('country_code') or ''}
     return {'name': name}
 
 def _graph_paper_attrs(p) -> dict:
-    abstract = next((' '.join(g.text for g in s.paragraphs) for s in p.sections if s.path == '0'), '')
+    abstract = next((' '.join(g.text for g in s.paragraphs) for s in p.sections if s.path == '0'),
+                    '')
     attrs = {'title': p.title, 'year': p.year, 'venue_raw': p.venue, 'keywords': list(p.keywords),
-             'abstract': abstract, 'source_ids': {k: str(v) for k, v in p.source_ids.items() if v not in (None, '')}}
+             'abstract': abstract,
+             'source_ids': {k: str(v) for k, v in p.source_ids.items() if v not in (None, '')}}
     if p.metadata.get('label') is not None: attrs['category'] = str(p.metadata['label'])
-    if p.metadata.get('cited_by_count') is not None: attrs['cited_by_count'] = int(p.metadata['cited_by_count'])
+    if p.metadata.get('cited_by_count') is not None:
+        attrs['cited_by_count'] = int(p.metadata['cited_by_count'])
     return attrs
 
 def _graph_topic_id(keyword: str) -> str:
-    s = ''.join(c for c in unicodedata.normalize('NFKD', keyword) if not unicodedata.combining(c)).casefold()
+    s = ''.join(c for c in unicodedata.normalize('NFKD', keyword)
+                if not unicodedata.combining(c)).casefold()
     return re.sub(r'[^a-z0-9]+', '-', s).strip('-')
 
-def scholarly_graph(papers, name: str = '', edges=None,   # papers: list of Paper, or a Dataset; edges: extra (citing pid, cited pid)
+def scholarly_graph(papers, name: str = '',
+                    edges=None,   # papers: list of Paper, or a Dataset; edges: extra (citing pid, cited pid)
                     coauthor_edges=None,                  # (name, name) pairs, e.g. AAN's metadata['coauthor_edges']
                     merge_works: bool = True, merge_initials: bool = True,
                     coauthors_from_papers: bool = False,  # add a coauthor edge for every pair of authors of a paper
                     topics: bool = False,                 # keywords as Topic nodes (has_topic)
-                    external: bool = False) -> ScholarlyGraph:   # unresolved references with ids become stub Paper nodes
-    "Author/Paper/Venue/Institution graph of `papers`, with names cleaned once (see `normalise_venue`, `author_key`)."
+                    external: bool = False) -> ScholarlyGraph:  # unresolved references with ids become stub Paper nodes
+    """Author/Paper/Venue/Institution graph of `papers`, with names cleaned once (see
+    `normalise_venue`, `author_key`)."""
     if hasattr(papers, 'papers'):   # a Dataset
         name = name or papers.name
         edges = papers.edges if edges is None else edges
-        coauthor_edges = papers.metadata.get('coauthor_edges') if coauthor_edges is None else coauthor_edges
+        coauthor_edges = (papers.metadata.get('coauthor_edges') if coauthor_edges is None
+                          else coauthor_edges)
         papers = papers.papers
     papers = list(papers)
     n_in = len(papers)
@@ -407,27 +516,32 @@ def scholarly_graph(papers, name: str = '', edges=None,   # papers: list of Pape
             g.add_edge('published_in', p.id, vid)
         if topics:
             for kw in p.keywords:
-                if _graph_topic_id(kw): g.add_edge('has_topic', p.id, g.add_node('Topic', _graph_topic_id(kw), name=kw))
+                if _graph_topic_id(kw):
+                    g.add_edge('has_topic', p.id, g.add_node('Topic', _graph_topic_id(kw), name=kw))
     for p in dropped:   # a merged duplicate keeps its venue and source ids on the kept work
         keep = alias[p.id]
         g.add_node('Paper', keep, duplicates=[{k: str(v) for k, v in p.source_ids.items()}])
         if p.venue and p.venue.strip():
             vid = venue_id(venue_series(p.venue)[0])
             venues_seen.setdefault(vid, set()).add(p.venue)
-            g.add_node('Venue', vid, name=venue_series(p.venue)[0], full_name=venue_series(p.venue)[1], kind=venue_series(p.venue)[2])
+            g.add_node('Venue', vid, name=venue_series(p.venue)[0],
+                       full_name=venue_series(p.venue)[1], kind=venue_series(p.venue)[2])
             g.add_edge('published_in', keep, vid)
     n_ref = n_res = n_ext = 0
     for p in papers:
         for r in p.references:
             n_ref += 1
             cited = alias.get(r.resolved, r.resolved)
-            if cited and cited != p.id and cited in pids: g.add_edge('cites', p.id, cited); n_res += 1
+            if (cited and cited != p.id
+                and cited in pids): g.add_edge('cites', p.id, cited); n_res += 1
             elif external and not cited:
-                kind, val = next(((k, v) for k, v in r.ids.items() if k in ('openalex', 'arxiv', 'doi') and v), (None, None))
+                kind, val = next(((k, v) for k, v in r.ids.items()
+                                  if k in ('openalex', 'arxiv', 'doi') and v), (None, None))
                 if kind:
                     val = norm_source_id(kind, val)
                     sid = f'{kind}-' + re.sub(r'[^A-Za-z0-9.]+', '-', val).strip('-')
-                    g.add_node('Paper', sid, title=r.title, year=r.year, external=True, source_ids={kind: val})
+                    g.add_node('Paper', sid, title=r.title, year=r.year, external=True,
+                               source_ids={kind: val})
                     g.add_edge('cites', p.id, sid); n_ext += 1
     for s, d in edges or []:
         s, d = alias.get(s, s), alias.get(d, d)
@@ -439,16 +553,21 @@ def scholarly_graph(papers, name: str = '', edges=None,   # papers: list of Pape
     for attrs in g.relation('affiliated_with').values():
         if 'years' in attrs: attrs['years'].sort()
     g.metadata['report'] = {'papers_in': n_in, 'works_merged': len(alias), **report,
-                            'venue_strings': sum(len(v) for v in venues_seen.values()), 'venue_nodes': len(venues_seen),
-                            'references': n_ref, 'references_resolved': n_res, 'references_external': n_ext,
-                            'coauthor_pairs_in': len(coauthor_edges or []), 'coauthor_pairs_matched': n_co}
-    g.metadata['venue_variants'] = {g.nodes['Venue'][k]['name']: sorted(v) for k, v in venues_seen.items() if len(v) > 1}
+                            'venue_strings': sum(len(v) for v in venues_seen.values()),
+                            'venue_nodes': len(venues_seen),
+                            'references': n_ref, 'references_resolved': n_res,
+                            'references_external': n_ext,
+                            'coauthor_pairs_in': len(coauthor_edges or []),
+                            'coauthor_pairs_matched': n_co}
+    g.metadata['venue_variants'] = {g.nodes['Venue'][k]['name']: sorted(v)
+                                    for k, v in venues_seen.items() if len(v) > 1}
     g.metadata['works_merged'] = alias
     return g
 
 # %% ../../nbs/01b_graphs.ipynb #5d88e5c8
 def citation_components(graph: ScholarlyGraph) -> tuple[int, int]:
-    "(number of weakly connected components, size of the largest) of the Paper–cites–Paper graph over all Paper nodes."
+    """(number of weakly connected components, size of the largest) of the Paper–cites–Paper
+    graph over all Paper nodes."""
     import numpy as np
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -456,13 +575,15 @@ def citation_components(graph: ScholarlyGraph) -> tuple[int, int]:
     if not ids: return 0, 0
     ix = {p: i for i, p in enumerate(ids)}
     es = graph.relation('cites')
-    rows = np.array([ix[s] for s, _ in es], dtype=np.int64); cols = np.array([ix[d] for _, d in es], dtype=np.int64)
+    rows = np.array([ix[s] for s, _ in es], dtype=np.int64)
+    cols = np.array([ix[d] for _, d in es], dtype=np.int64)
     adj = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(ids), len(ids)))
     n, labels = connected_components(adj, directed=True, connection='weak')
     return int(n), int(np.bincount(labels).max())
 
 def graph_statistics(graph: ScholarlyGraph) -> dict:
-    "One row of graph statistics: nodes per type, edges per relation, citation components, name-cleaning counts."
+    """One row of graph statistics: nodes per type, edges per relation, citation components,
+    name-cleaning counts."""
     row = {'graph': graph.metadata.get('name', '')}
     row.update({f'{t} nodes': len(graph.nodes.get(t, {})) for t in GRAPH_NODE_TYPES})
     row.update({f'{r} edges': len(graph.relation(r)) for r in GRAPH_RELATIONS})
@@ -472,28 +593,38 @@ def graph_statistics(graph: ScholarlyGraph) -> dict:
 
 # %% ../../nbs/01b_graphs.ipynb #70d635d6
 _GRAPH_TOPIC_BASE = BASE + 'topic/'
-_GRAPH_IRI_KINDS = [('Paper', BASE + 'paper/'), ('Author', BASE + 'person/'), ('Venue', BASE + 'venue/'),
+_GRAPH_IRI_KINDS = [('Paper', BASE + 'paper/'), ('Author', BASE + 'person/'),
+                    ('Venue', BASE + 'venue/'),
                     ('Institution', BASE + 'org/'), ('Topic', _GRAPH_TOPIC_BASE)]
 _GRAPH_NODE_CLASSES = {'Paper': [FABIO.ResearchPaper], 'Author': [FOAF.Person, SDO.Person],
-                       'Institution': [FOAF.Organization, SDO.Organization], 'Venue': [SQA.Venue], 'Topic': [SKOS.Concept]}
-_GRAPH_NAME_PRED = {'Paper': ('title', DCTERMS.title), 'Author': ('name', FOAF.name), 'Institution': ('name', FOAF.name),
+                       'Institution': [FOAF.Organization, SDO.Organization], 'Venue': [SQA.Venue],
+                       'Topic': [SKOS.Concept]}
+_GRAPH_NAME_PRED = {'Paper': ('title', DCTERMS.title), 'Author': ('name', FOAF.name),
+                    'Institution': ('name', FOAF.name),
                     'Venue': ('name', DCTERMS.title), 'Topic': ('name', SKOS.prefLabel)}
-_GRAPH_REL_PRED = {'writes': (DCTERMS.creator, True), 'cites': (CITO.cites, False), 'published_in': (DCTERMS.isPartOf, False),
-                   'affiliated_with': (SDO.affiliation, False), 'coauthor': (SQA.coauthor, False), 'has_topic': (DCTERMS.subject, False)}
+_GRAPH_REL_PRED = {'writes': (DCTERMS.creator, True), 'cites': (CITO.cites, False),
+                   'published_in': (DCTERMS.isPartOf, False),
+                   'affiliated_with': (SDO.affiliation, False), 'coauthor': (SQA.coauthor, False),
+                   'has_topic': (DCTERMS.subject, False)}
 
 def _graph_node_iri(type: str, id: str) -> URIRef:
-    make = {'Paper': paper_iri, 'Author': person_iri, 'Venue': venue_iri, 'Institution': org_iri}.get(type)
-    return make(id) if make else URIRef(_GRAPH_TOPIC_BASE + urllib.parse.quote(str(id), safe='-._~'))
+    make = {'Paper': paper_iri, 'Author': person_iri, 'Venue': venue_iri,
+            'Institution': org_iri}.get(type)
+    return (make(id) if make
+            else URIRef(_GRAPH_TOPIC_BASE + urllib.parse.quote(str(id), safe='-._~')))
 
 def _graph_iri_node(iri) -> tuple[str, str] | None:
-    "(node type, id) for a node IRI of this graph; None for anything else (sections, authorships, entities, …)."
+    """(node type, id) for a node IRI of this graph; None for anything else (sections,
+    authorships, entities, …)."""
     s = str(iri)
     for t, base in _GRAPH_IRI_KINDS:
-        if s.startswith(base) and len(s) > len(base) and '/' not in s[len(base):]: return t, urllib.parse.unquote(s[len(base):])
+        if s.startswith(base) and len(s) > len(base) and '/' not in s[len(base):]:
+            return t, urllib.parse.unquote(s[len(base):])
     return None
 
 def _graph_literal(v) -> Literal:
-    if isinstance(v, (list, dict)): return Literal(json.dumps(v, ensure_ascii=False), datatype=RDF.JSON)
+    if isinstance(v, (list, dict)):
+        return Literal(json.dumps(v, ensure_ascii=False), datatype=RDF.JSON)
     return Literal(v)
 
 def _graph_value(lit):
@@ -504,7 +635,8 @@ def _graph_sqa_name(p) -> str | None:
     return s[len(str(SQA)):] if s.startswith(str(SQA)) else None
 
 def to_rdf(graph: ScholarlyGraph, rdf: Graph | None = None) -> Graph:
-    "The graph as RDF (FaBiO papers, FOAF/schema.org people and organisations, dcterms:creator, cito:cites, venues)."
+    """The graph as RDF (FaBiO papers, FOAF/schema.org people and organisations, dcterms:creator,
+    cito:cites, venues)."""
     g = rdf if rdf is not None else Graph()
     for prefix, ns in {**KG_PREFIXES, 'schema': SDO}.items(): g.bind(prefix, ns)
     for t, ns in graph.nodes.items():
@@ -512,17 +644,22 @@ def to_rdf(graph: ScholarlyGraph, rdf: Graph | None = None) -> Graph:
         for nid, attrs in ns.items():
             node = _graph_node_iri(t, nid)
             for c in _GRAPH_NODE_CLASSES.get(t, [SQA[t]]): g.add((node, RDF.type, c))
-            if t == 'Venue': g.add((node, RDF.type, FABIO.Journal if attrs.get('kind') == 'journal' else FABIO.Series))
+            if t == 'Venue':
+                g.add((node, RDF.type,
+                       FABIO.Journal if attrs.get('kind') == 'journal' else FABIO.Series))
             for k, v in attrs.items():
                 if k == name_attr: g.add((node, name_pred, Literal(v)))
-                elif t == 'Paper' and k == 'year': g.add((node, DCTERMS.issued, Literal(f'{int(v):04d}', datatype=XSD.gYear)))
+                elif (t == 'Paper' and k == 'year'): g.add((node, DCTERMS.issued,
+                                                            Literal(f'{int(v):04d}',
+                                                                    datatype=XSD.gYear)))
                 elif t == 'Paper' and k == 'abstract': g.add((node, DCTERMS.abstract, Literal(v)))
                 else:
                     g.add((node, SQA[k], _graph_literal(v)))
                     if t == 'Paper' and k == 'keywords':
                         for kw in v: g.add((node, DCTERMS.subject, Literal(kw)))
                     if t == 'Paper' and k == 'source_ids':
-                        for kind, val in v.items(): g.add((node, DCTERMS.identifier, Literal(f'{kind}:{val}')))
+                        for kind, val in v.items():
+                            g.add((node, DCTERMS.identifier, Literal(f'{kind}:{val}')))
     for (st, rel, dt), es in graph.edges.items():
         pred, inverse = _GRAPH_REL_PRED.get(rel, (SQA[rel], False))
         for (s, d), attrs in es.items():
@@ -530,7 +667,8 @@ def to_rdf(graph: ScholarlyGraph, rdf: Graph | None = None) -> Graph:
             triple = (b, pred, a) if inverse else (a, pred, b)
             g.add(triple)
             attrs = dict(attrs)
-            if rel == 'writes' and 'position' in attrs:   # the document graph's authorship node keeps author order
+            # the document graph's authorship node keeps author order
+            if rel == 'writes' and 'position' in attrs:
                 idx = int(attrs.pop('position')) - 1
                 A = URIRef(f'{b}/authorship/{idx}')
                 g.add((b, SQA.authorship, A)); g.add((A, RDF.type, SQA.Authorship))
@@ -538,13 +676,17 @@ def to_rdf(graph: ScholarlyGraph, rdf: Graph | None = None) -> Graph:
             if attrs:
                 stmt = URIRef(BASE + 'statement/' + blake2b_hex('|'.join(map(str, triple))))
                 g.add((stmt, RDF.type, RDF.Statement))
-                g.add((stmt, RDF.subject, triple[0])); g.add((stmt, RDF.predicate, triple[1])); g.add((stmt, RDF.object, triple[2]))
+                g.add((stmt, RDF.subject, triple[0]))
+                g.add((stmt, RDF.predicate, triple[1]))
+                g.add((stmt, RDF.object, triple[2]))
                 for k, v in attrs.items(): g.add((stmt, SQA[k], _graph_literal(v)))
     return g
 
 def from_rdf(rdf) -> ScholarlyGraph:
-    "Read the scholarly layer (papers, people, venues, organisations, topics and their relations) back from RDF."
-    if hasattr(rdf, 'graphs') and hasattr(rdf, 'quads'):   # an rdflib Dataset: read the union of its named graphs
+    """Read the scholarly layer (papers, people, venues, organisations, topics and their
+    relations) back from RDF."""
+    # an rdflib Dataset: read the union of its named graphs
+    if hasattr(rdf, 'graphs') and hasattr(rdf, 'quads'):
         union = Graph()
         for s, p, o, _ in rdf.quads((None, None, None, None)): union.add((s, p, o))
         rdf = union
@@ -552,11 +694,14 @@ def from_rdf(rdf) -> ScholarlyGraph:
     pred_rel = {p: (rel, inv) for rel, (p, inv) in _GRAPH_REL_PRED.items()}
     stmt_attrs = {}
     for stmt in set(rdf.subjects(RDF.type, RDF.Statement)):
-        key = (rdf.value(stmt, RDF.subject), rdf.value(stmt, RDF.predicate), rdf.value(stmt, RDF.object))
-        stmt_attrs[key] = {n: _graph_value(o) for p, o in rdf.predicate_objects(stmt) if (n := _graph_sqa_name(p))}
+        key = ((rdf.value(stmt, RDF.subject), rdf.value(stmt, RDF.predicate),
+                rdf.value(stmt, RDF.object)))
+        stmt_attrs[key] = {n: _graph_value(o) for p, o in rdf.predicate_objects(stmt)
+                           if (n := _graph_sqa_name(p))}
     position, affiliations = {}, []
     for A in set(rdf.subjects(RDF.type, SQA.Authorship)):
-        paper, person, idx = next(iter(rdf.subjects(SQA.authorship, A)), None), rdf.value(A, PROV.agent), rdf.value(A, SQA['index'])
+        paper, person, idx = (next(iter(rdf.subjects(SQA.authorship, A)), None),
+                              rdf.value(A, PROV.agent), rdf.value(A, SQA['index']))
         if paper is None or person is None: continue
         if idx is not None: position[(person, paper)] = int(idx.toPython()) + 1
         affiliations += [(person, org, paper) for org in rdf.objects(A, SQA.affiliation)]
@@ -569,13 +714,16 @@ def from_rdf(rdf) -> ScholarlyGraph:
             if o in _GRAPH_NODE_CLASSES.get(t, []) or o == SQA[t]: sg.add_node(t, nid)
             continue
         if isinstance(o, Literal):
-            if p == _GRAPH_NAME_PRED.get(t, (None, None))[1]: attr, val = _GRAPH_NAME_PRED[t][0], str(o)
+            if p == _GRAPH_NAME_PRED.get(t, (None, None))[1]: attr, val = (_GRAPH_NAME_PRED[t][0],
+                                                                           str(o))
             elif t == 'Paper' and p == DCTERMS.issued: attr, val = 'year', int(str(o)[:4])
             elif t == 'Paper' and p == DCTERMS.abstract: attr, val = 'abstract', str(o)
-            elif t == 'Paper' and p == DCTERMS.subject: kw_fallback.setdefault(nid, []).append(str(o)); continue
+            elif (t == 'Paper' and p == DCTERMS
+                  .subject): kw_fallback.setdefault(nid, []).append(str(o)); continue
             elif t == 'Paper' and p == DCTERMS.identifier and ':' in str(o):
                 k, _, v = str(o).partition(':'); ids_fallback.setdefault(nid, {})[k] = v; continue
-            elif _graph_sqa_name(p) and _graph_sqa_name(p) not in ('index', 'label', 'position'): attr, val = _graph_sqa_name(p), _graph_value(o)
+            elif _graph_sqa_name(p) and _graph_sqa_name(p) not in ('index', 'label', 'position'):
+                attr, val = (_graph_sqa_name(p), _graph_value(o))
             else: continue
             sg.nodes.setdefault(t, {}).setdefault(nid, {})[attr] = val
             continue
@@ -584,7 +732,8 @@ def from_rdf(rdf) -> ScholarlyGraph:
         if p == DCTERMS.subject and m[0] != 'Topic': continue
         rel, inv = pred_rel.get(p, (_graph_sqa_name(p), False))
         (st, s_id), (dt, d_id) = (m, n) if inv else (n, m)
-        sg.nodes.setdefault(st, {}).setdefault(s_id, {}); sg.nodes.setdefault(dt, {}).setdefault(d_id, {})
+        sg.nodes.setdefault(st, {}).setdefault(s_id, {})
+        sg.nodes.setdefault(dt, {}).setdefault(d_id, {})
         attrs = dict(stmt_attrs.get((s, p, o), {}))
         if rel == 'writes' and (o, s) in position: attrs['position'] = position[(o, s)]
         sg.add_edge((st, rel, dt), s_id, d_id, **attrs)
@@ -605,12 +754,14 @@ def from_rdf(rdf) -> ScholarlyGraph:
 # %% ../../nbs/01b_graphs.ipynb #33af4ea5
 def _graph_features(feats, ids: list):
     import numpy as np, torch
-    if isinstance(feats, dict): feats = np.stack([np.asarray(feats[i], dtype=np.float32) for i in ids])
+    if isinstance(feats, dict):
+        feats = np.stack([np.asarray(feats[i], dtype=np.float32) for i in ids])
     x = torch.as_tensor(np.asarray(feats, dtype=np.float32))
     if x.shape[0] != len(ids): raise ValueError(f'{x.shape[0]} feature rows for {len(ids)} nodes')
     return x
 
-def to_pyg(graph: ScholarlyGraph, node_features: dict | None = None):   # node_features: {type: (n, d) array or {id: vector}}
+def to_pyg(graph: ScholarlyGraph,
+           node_features: dict | None = None):   # node_features: {type: (n, d) array or {id: vector}}
     "A torch_geometric `HeteroData` of the graph; `data.node_ids[type][i]` is the id of row i."
     import torch
     from torch_geometric.data import HeteroData
@@ -619,22 +770,30 @@ def to_pyg(graph: ScholarlyGraph, node_features: dict | None = None):   # node_f
     index = {t: {n: i for i, n in enumerate(v)} for t, v in ids.items()}
     for t, v in ids.items():
         data[t].num_nodes = len(v)
-        if node_features and t in node_features: data[t].x = _graph_features(node_features[t], v)   # (n, d)
-        if t == 'Paper': data[t].year = torch.tensor([int(graph.nodes[t][n].get('year') or -1) for n in v])  # (n,), -1 unknown
+        # (n, d)
+        if node_features and t in node_features: data[t].x = _graph_features(node_features[t], v)
+        # (n,), -1 unknown
+        if t == 'Paper':
+            data[t].year = torch.tensor([int(graph.nodes[t][n].get('year') or -1) for n in v])
     for (st, rel, dt), es in graph.edges.items():
         pairs = [(index[st][s], index[dt][d]) for s, d in es]
-        data[st, rel, dt].edge_index = torch.tensor(pairs, dtype=torch.long).t().reshape(2, -1)   # (2, E)
+        # (2, E)
+        data[st, rel, dt].edge_index = torch.tensor(pairs, dtype=torch.long).t().reshape(2, -1)
     data.node_ids = ids
     return data
 
-def citation_data(graph: ScholarlyGraph, node_features=None):   # node_features: (n_papers, d) array or {paper id: vector}
-    "The homogeneous citation graph as torch_geometric `Data` (edges citing → cited); `data.paper_ids[i]` is row i's paper."
+def citation_data(graph: ScholarlyGraph,
+                  node_features=None):  # node_features: (n_papers, d) array or {paper id: vector}
+    """The homogeneous citation graph as torch_geometric `Data` (edges citing → cited);
+    `data.paper_ids[i]` is row i's paper."""
     import torch
     from torch_geometric.data import Data
     ids = list(graph.nodes.get('Paper', {}))
     ix = {p: i for i, p in enumerate(ids)}
     pairs = [(ix[s], ix[d]) for s, d in graph.relation('cites')]
-    data = Data(edge_index=torch.tensor(pairs, dtype=torch.long).t().reshape(2, -1), num_nodes=len(ids))   # (2, E)
+    # (2, E)
+    data = Data(edge_index=torch.tensor(pairs, dtype=torch.long).t().reshape(2, -1),
+                num_nodes=len(ids))
     if node_features is not None: data.x = _graph_features(node_features, ids)   # (n_papers, d)
     data.paper_ids = ids
     return data

@@ -14,108 +14,150 @@ __all__ = ['PLAN_RELATIONS', 'SYMMETRIC_RELATIONS', 'PLAN_ATTRIBUTES', 'NODE_ANS
            'plan_answer', 'PlanGraph', 'node_value', 'PlanResult', 'run_plan']
 
 # %% ../../nbs/08d_plans.ipynb #98e7f78d
-PLAN_RELATIONS = {   # relation -> (source node type, destination node type), as `graph build` stores it
+# relation -> (source node type, destination node type), as `graph build` stores it
+PLAN_RELATIONS = {
     'writes': ('Author', 'Paper'), 'published_in': ('Paper', 'Venue'), 'cites': ('Paper', 'Paper'),
     'affiliated_with': ('Author', 'Institution'), 'coauthor': ('Author', 'Author')}
-SYMMETRIC_RELATIONS = frozenset({'coauthor'})   # no direction: AAN's co-author lists (`graph build` stores each pair once)
+# no direction: AAN's co-author lists (`graph build` stores each pair once)
+SYMMETRIC_RELATIONS = frozenset({'coauthor'})
 PLAN_ATTRIBUTES = {  # node type -> {attribute: the type of its values}
-    'Paper': {'title': 'text', 'year': 'year', 'cited_by_count': 'count:citation', 'source_id': 'identifier', 'doi': 'identifier'},
+    'Paper': {'title': 'text', 'year': 'year', 'cited_by_count': 'count:citation',
+              'source_id': 'identifier', 'doi': 'identifier'},
     'Author': {'name': 'text', 'orcid': 'identifier'},
     'Venue': {'name': 'text', 'kind': 'text'},
     'Institution': {'name': 'text', 'country': 'country', 'ror': 'identifier'}}
-NODE_ANSWERS = {'Paper': 'paper', 'Author': 'person', 'Venue': 'venue', 'Institution': 'institution'}   # 08c's answer types
+# 08c's answer types
+NODE_ANSWERS = {'Paper': 'paper', 'Author': 'person', 'Venue': 'venue',
+                'Institution': 'institution'}
 COMPARISONS = ('=', '!=', '<', '<=', '>', '>=', 'between')
 
 class PlanError(ValueError):
     "A plan that does not fit the graph's types: which step, and why."
 
 def _what(t: str) -> str:
-    "The answer type of a frame's type: a node type's (08c's 'paper', 'person', …), a value type as it is."
+    """The answer type of a frame's type: a node type's (08c's 'paper', 'person', …), a value
+    type as it is."""
     return NODE_ANSWERS.get(t, t)
 
 def _relation_between(rel: str, a: str, b: str, dir: str | None, where: str) -> str:
-    "'out' when `rel` leads from type a to type b, 'in' when from b to a; a relation between one type (cites) needs `dir`."
-    if rel not in PLAN_RELATIONS: raise PlanError(f'{where}: no relation {rel!r} (the graph has {", ".join(PLAN_RELATIONS)})')
+    """'out' when `rel` leads from type a to type b, 'in' when from b to a; a relation between
+    one type (cites) needs `dir`."""
+    if rel not in PLAN_RELATIONS:
+        raise PlanError(f'{where}: no relation {rel!r} (the graph has {", ".join(PLAN_RELATIONS)})')
     s, d = PLAN_RELATIONS[rel]
     if s == d == a == b:
         if rel in SYMMETRIC_RELATIONS: return 'both'
-        if dir not in ('out', 'in'): raise PlanError(f"{where}: {rel} joins {a} to {a}: say dir='out' (what it {rel}) or 'in' (what {rel} it)")
+        if dir not in ('out', 'in'):
+            raise PlanError(f"{where}: {rel} joins {a} to {a}: say dir='out' (what it {rel}) or "
+                            f"'in' (what {rel} it)")
         return dir
     if (a, b) == (s, d): return 'out'
     if (a, b) == (d, s): return 'in'
     raise PlanError(f'{where}: {rel} joins {s} and {d}, not {a} and {b}')
 
 def plan_type(steps: list, slots: dict) -> tuple[str, bool]:
-    "(the type of what `steps` give, whether it may be several things) for slots of the types `slots`; PlanError if a step does not fit."
-    if not steps or steps[0].get('op') != 'lookup': raise PlanError('step 1: a plan starts with a lookup of a slot')
+    """(the type of what `steps` give, whether it may be several things) for slots of the types
+    `slots`; PlanError if a step does not fit."""
+    if not steps or steps[0].get('op') != 'lookup':
+        raise PlanError('step 1: a plan starts with a lookup of a slot')
     t, many = None, False
     for n, s in enumerate(steps, 1):
         op, where = s.get('op'), f'step {n} ({s.get("op")})'
         node = t in PLAN_ATTRIBUTES
         if op == 'lookup':
-            if n > 1: raise PlanError(f'{where}: only the first step looks a slot up (intersect takes a plan of its own)')
-            if s.get('slot') not in slots: raise PlanError(f'{where}: no slot {s.get("slot")!r} (slots: {", ".join(slots)})')
+            if n > 1:
+                raise PlanError(f'{where}: only the first step looks a slot up (intersect takes a '
+                                'plan of its own)')
+            if s.get('slot') not in slots:
+                raise PlanError(f'{where}: no slot {s.get("slot")!r} (slots: {", ".join(slots)})')
             t = slots[s['slot']]
-            if t not in PLAN_ATTRIBUTES: raise PlanError(f'{where}: slot {s["slot"]} holds a {t}, not a node')
+            if t not in PLAN_ATTRIBUTES:
+                raise PlanError(f'{where}: slot {s["slot"]} holds a {t}, not a node')
         elif op in ('traverse', 'linked'):
-            if not node: raise PlanError(f'{where}: follows a relation from nodes, not from {t} values')
+            if not node:
+                raise PlanError(f'{where}: follows a relation from nodes, not from {t} values')
             to = s.get('to') if op == 'traverse' else slots.get(s.get('slot'))
-            if to not in PLAN_ATTRIBUTES: raise PlanError(f'{where}: {"to" if op == "traverse" else "slot"} must name a node type, not {to!r}')
+            if to not in PLAN_ATTRIBUTES:
+                raise PlanError(f'{where}: {"to" if op == "traverse" else "slot"} must name a node '
+                                f'type, not {to!r}')
             _relation_between(s.get('rel'), t, to, s.get('dir'), where)
-            if 'position' in s and not (s['rel'] == 'writes' and to == 'Author' and op == 'traverse'):
-                raise PlanError(f'{where}: position is an author\'s place on a paper (writes, to Author)')
+            if ('position' in s
+                and not (s['rel'] == 'writes' and to == 'Author' and op == 'traverse')):
+                raise PlanError(f'{where}: position is an author\'s place on a paper (writes, to '
+                                'Author)')
             if op == 'traverse': t, many = to, many or 'position' not in s
         elif op == 'filter':
             if not node or s.get('attr') not in PLAN_ATTRIBUTES[t]:
-                raise PlanError(f'{where}: {t} has no attribute {s.get("attr")!r}' + (f' ({", ".join(PLAN_ATTRIBUTES[t])})' if node else ''))
-            if s.get('cmp', '=') not in COMPARISONS: raise PlanError(f'{where}: compare with one of {" ".join(COMPARISONS)}, not {s.get("cmp")!r}')
-            if ('value' in s) == ('slot' in s): raise PlanError(f'{where}: give the value or the slot that holds it, one of the two')
+                raise PlanError(f'{where}: {t} has no attribute {s.get("attr")!r}'
+                                + (f' ({", ".join(PLAN_ATTRIBUTES[t])})' if node else ''))
+            if s.get('cmp', '=') not in COMPARISONS:
+                raise PlanError(f'{where}: compare with one of {" ".join(COMPARISONS)}, not '
+                                f'{s.get("cmp")!r}')
+            if ('value' in s) == ('slot' in s):
+                raise PlanError(f'{where}: give the value or the slot that holds it, one of the '
+                                'two')
             vt = PLAN_ATTRIBUTES[t][s['attr']]
-            if 'slot' in s and slots.get(s['slot']) != vt: raise PlanError(f'{where}: slot {s["slot"]} holds a {slots.get(s["slot"])}, the attribute a {vt}')
-            if 'value' in s and (vt == 'year' or vt.startswith('count:')):       # numbers compare with numbers only
+            if 'slot' in s and slots.get(s['slot']) != vt:
+                raise PlanError(f'{where}: slot {s["slot"]} holds a {slots.get(s["slot"])}, the '
+                                f'attribute a {vt}')
+            # numbers compare with numbers only
+            if 'value' in s and (vt == 'year' or vt.startswith('count:')):
                 vals = s['value'] if s.get('cmp') == 'between' else [s['value']]
-                if s.get('cmp') == 'between' and not (isinstance(vals, (list, tuple)) and len(vals) == 2):
-                    raise PlanError(f'{where}: between takes a pair (low, high), either of them None')
-                if not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in vals):
-                    raise PlanError(f'{where}: {s["attr"]} is a number: compare it with numbers, not {s["value"]!r}')
+                if (s.get('cmp') == 'between'
+                    and not (isinstance(vals, (list, tuple)) and len(vals) == 2)):
+                    raise PlanError(f'{where}: between takes a pair (low, high), either of them '
+                                    'None')
+                if not all(v is None or (isinstance(v, int) and not isinstance(v, bool))
+                           for v in vals):
+                    raise PlanError(f'{where}: {s["attr"]} is a number: compare it with numbers, '
+                                    f'not {s["value"]!r}')
         elif op == 'exclude':
-            if slots.get(s.get('slot')) != t: raise PlanError(f'{where}: slot {s.get("slot")!r} is not a {t}')
+            if slots.get(s.get('slot')) != t:
+                raise PlanError(f'{where}: slot {s.get("slot")!r} is not a {t}')
         elif op in ('intersect', 'minus'):
             sub, _ = plan_type(s.get('steps') or [], slots)
             if sub != t: raise PlanError(f'{where}: the other plan gives {sub}, this one {t}')
         elif op == 'attr':
             if not node or s.get('name') not in PLAN_ATTRIBUTES[t]:
-                raise PlanError(f'{where}: {t} has no attribute {s.get("name")!r}' + (f' ({", ".join(PLAN_ATTRIBUTES[t])})' if node else ''))
+                raise PlanError(f'{where}: {t} has no attribute {s.get("name")!r}'
+                                + (f' ({", ".join(PLAN_ATTRIBUTES[t])})' if node else ''))
             t = PLAN_ATTRIBUTES[t][s['name']]
         elif op == 'count': t, many = f'count:{_what(t)}', False
         elif op in ('min', 'max'):
             if node:
-                if s.get('attr') not in PLAN_ATTRIBUTES[t]: raise PlanError(f'{where}: the {op} of which attribute of {t}?')
+                if s.get('attr') not in PLAN_ATTRIBUTES[t]:
+                    raise PlanError(f'{where}: the {op} of which attribute of {t}?')
                 t = PLAN_ATTRIBUTES[t][s['attr']]
             many = False
         elif op == 'top':
             by = s.get('by', 'frequency')
-            if by != 'frequency' and not (node and by in PLAN_ATTRIBUTES[t]): raise PlanError(f'{where}: cannot rank {t} by {by!r}')
-            if s.get('order', 'max') not in ('max', 'min'): raise PlanError(f"{where}: order is 'max' or 'min'")
+            if by != 'frequency' and not (node and by in PLAN_ATTRIBUTES[t]):
+                raise PlanError(f'{where}: cannot rank {t} by {by!r}')
+            if s.get('order', 'max') not in ('max', 'min'):
+                raise PlanError(f"{where}: order is 'max' or 'min'")
             many = False
         elif op == 'group':
-            if not node or s.get('by') not in PLAN_ATTRIBUTES[t]: raise PlanError(f'{where}: cannot group {t} by {s.get("by")!r}')
+            if not node or s.get('by') not in PLAN_ATTRIBUTES[t]:
+                raise PlanError(f'{where}: cannot group {t} by {s.get("by")!r}')
             t, many = f'count:{_what(t)} by {PLAN_ATTRIBUTES[t][s["by"]]}', True
         else: raise PlanError(f'{where}: no operation {op!r}')
-        if n < len(steps) and op in ('count', 'min', 'max', 'group'): raise PlanError(f'{where}: nothing follows a {op}')
+        if n < len(steps) and op in ('count', 'min', 'max', 'group'):
+            raise PlanError(f'{where}: nothing follows a {op}')
     return t, many
 
 def plan_answer(steps: list, slots: dict) -> str:
-    "What a plan gives, in 08c's answer types ('paper', 'person', 'year', 'count:paper', …), known before it runs."
+    """What a plan gives, in 08c's answer types ('paper', 'person', 'year', 'count:paper', …),
+    known before it runs."""
     return _what(plan_type(steps, slots)[0])
 
 # %% ../../nbs/08d_plans.ipynb #49f997e1
 class PlanGraph:
-    "A scholarly graph as plans read it: every node type with its label, each relation indexed in both directions on first use."
-    def __init__(self, graph):               # an AcademicGraph (08_agentic's) or the ScholarlyGraph it indexes
+    """A scholarly graph as plans read it: every node type with its label, each relation indexed
+    in both directions on first use."""
+    def __init__(self, graph):  # an AcademicGraph (08_agentic's) or the ScholarlyGraph it indexes
         self.graph = getattr(graph, 'graph', graph)
         self.nodes = self.graph.nodes
-        self._edges = {}                       # relation -> ({src: [(dst, attrs)]}, {dst: [(src, attrs)]})
+        self._edges = {}  # relation -> ({src: [(dst, attrs)]}, {dst: [(src, attrs)]})
         self._labels = {}                      # node type -> {folded label: [ids]}
 
     def label(self, type: str, id: str) -> str:
@@ -124,39 +166,47 @@ class PlanGraph:
         return str(a.get('title') if type == 'Paper' else a.get('name') or id)
 
     def edges(self, rel: str, dir: str, id: str) -> list:
-        "(other node id, edge attributes) over `rel` from node `id`: along the relation ('out'), against it ('in'), or either ('both')."
+        """(other node id, edge attributes) over `rel` from node `id`: along the relation
+        ('out'), against it ('in'), or either ('both')."""
         if rel not in self._edges:
             out, into = defaultdict(list), defaultdict(list)
             s_t, d_t = PLAN_RELATIONS[rel]
-            for (s, d), a in self.graph.edges.get((s_t, rel, d_t), {}).items(): out[s].append((d, a)); into[d].append((s, a))
+            for (s, d), a in self.graph.edges.get((s_t, rel, d_t), {}).items():
+                out[s].append((d, a)); into[d].append((s, a))
             self._edges[rel] = (out, into)
         out, into = self._edges[rel]
-        return out.get(id, []) + into.get(id, []) if dir == 'both' else (out if dir == 'out' else into).get(id, [])
+        return (out.get(id, []) + into.get(id, []) if dir == 'both'
+                else (out if dir == 'out' else into).get(id, []))
 
     def value(self, type: str, id: str, attr: str):
         "A node's attribute, None when the graph does not hold it."
         return node_value(self.nodes.get(type, {}).get(id, {}), attr)
 
     def named(self, type: str, text: str) -> list:
-        "The ids of the nodes of `type` whose label is `text` (case and accents folded), in id order; indexed on first use."
+        """The ids of the nodes of `type` whose label is `text` (case and accents folded), in id
+        order; indexed on first use."""
         if (idx := self._labels.get(type)) is None:
             idx = self._labels[type] = defaultdict(list)
             for i in sorted(self.nodes.get(type, {})): idx[fold(self.label(type, i))].append(i)
         return list(idx.get(fold(text), []))
 
 def node_value(attrs: dict, attr: str):
-    "One attribute of a node's attributes, None when it is not held (an empty string is not a value); 08_agentic reads them so too."
-    if attr == 'source_id':                     # the id the paper has in the source it came from (an ACL Anthology id for AAN)
+    """One attribute of a node's attributes, None when it is not held (an empty string is not a
+    value); 08_agentic reads them so too."""
+    # the id the paper has in the source it came from (an ACL Anthology id for AAN)
+    if attr == 'source_id':
         ids = attrs.get('source_ids') or {}
-        v = ids.get(SOURCE_ID_KEY.get(attrs.get('source'), attrs.get('source'))) or next(iter(ids.values()), None)
+        v = (ids.get(SOURCE_ID_KEY.get(attrs.get('source'), attrs.get('source')))
+             or next(iter(ids.values()), None))
     elif attr == 'doi': v = (attrs.get('source_ids') or {}).get('doi')
     else: v = attrs.get(attr)
     return None if v in (None, '', []) else v
 
 @dataclass
 class PlanResult:
-    "What a plan gave: its type, whether it may be several, the values as the graph spells them, and the facts it read."
-    type: str                                  # a node type, a value type, 'count:<what>' or 'count:<what> by <value type>'
+    """What a plan gave: its type, whether it may be several, the values as the graph spells
+    them, and the facts it read."""
+    type: str  # a node type, a value type, 'count:<what>' or 'count:<what> by <value type>'
     many: bool
     values: list                               # labels, values, or 'value: n' for a group
     items: list = field(default_factory=list)  # node ids (nodes), or the values themselves
@@ -169,18 +219,21 @@ def _compare(v, cmp: str, want) -> bool:
     if cmp == 'between':
         lo, hi = want
         return (lo is None or v >= lo) and (hi is None or v <= hi)
-    if cmp == '=': return v == want if not isinstance(v, str) else v.casefold() == str(want).casefold()
+    if cmp == '=':
+        return v == want if not isinstance(v, str) else v.casefold() == str(want).casefold()
     return {'!=': v != want, '<': v < want, '<=': v <= want, '>': v > want, '>=': v >= want}[cmp]
 
 def run_plan(graph, steps: list, bindings: dict) -> PlanResult:
-    "Run a plan on `graph` (AcademicGraph, ScholarlyGraph or PlanGraph) with its slots bound: {slot: (type, node id | [ids] | value)}."
+    """Run a plan on `graph` (AcademicGraph, ScholarlyGraph or PlanGraph) with its slots bound:
+    {slot: (type, node id | [ids] | value)}."""
     g = graph if isinstance(graph, PlanGraph) else PlanGraph(graph)
     t, many = plan_type(steps, {k: v[0] for k, v in bindings.items()})
     facts, seen = [], set()
     def read(*f):
         f = tuple(map(str, f))
         if f not in seen: seen.add(f); facts.append(list(f))
-    def ids_of(slot): v = bindings[slot][1]; return list(v) if isinstance(v, (list, tuple, set)) else [v]
+    def ids_of(slot):
+        v = bindings[slot][1]; return list(v) if isinstance(v, (list, tuple, set)) else [v]
     def go(steps):
         cur, items = None, []
         for s in steps:
@@ -189,27 +242,35 @@ def run_plan(graph, steps: list, bindings: dict) -> PlanResult:
             elif op == 'traverse':
                 d, nxt = _relation_between(s['rel'], cur, s['to'], s.get('dir'), ''), []
                 for i in items:
-                    for j, a in sorted(g.edges(s['rel'], d, i), key=lambda x: (x[1].get('position') or 0, x[0])):
+                    for j, a in sorted(g.edges(s['rel'], d, i),
+                                       key=lambda x: (x[1].get('position') or 0, x[0])):
                         if 'position' in s and a.get('position') != s['position']: continue
                         nxt.append(j)
-                        src, dst = ((s['to'], j), (cur, i)) if d == 'in' else ((cur, i), (s['to'], j))
+                        src, dst = (((s['to'], j), (cur, i)) if d == 'in'
+                                    else ((cur, i), (s['to'], j)))
                         read(g.label(*src), s['rel'], g.label(*dst))
                 cur, items = s['to'], nxt
             elif op == 'linked':
                 to = bindings[s['slot']][0]
-                d, want = _relation_between(s['rel'], cur, to, s.get('dir'), ''), set(ids_of(s['slot']))
+                d, want = (_relation_between(s['rel'], cur, to, s.get('dir'), ''),
+                           set(ids_of(s['slot'])))
                 keep = []
                 for i in items:
                     hit = [j for j, _ in g.edges(s['rel'], d, i) if j in want]
                     if hit:
                         keep.append(i)
-                        for j in hit: read(*((g.label(to, j), s['rel'], g.label(cur, i)) if d == 'in' else (g.label(cur, i), s['rel'], g.label(to, j))))
+                        for j in hit:
+                            read(*((g.label(to, j), s['rel'], g.label(cur, i)) if d == 'in'
+                                   else (g.label(cur, i), s['rel'], g.label(to, j))))
                 items = keep
             elif op == 'filter':
                 want = s['value'] if 'value' in s else bindings[s['slot']][1]
-                items = [i for i in items if _compare(g.value(cur, i, s['attr']), s.get('cmp', '='), want)]
-                for i in dict.fromkeys(items): read(g.label(cur, i), s['attr'], g.value(cur, i, s['attr']))
-            elif op == 'exclude': drop = set(ids_of(s['slot'])); items = [i for i in items if i not in drop]
+                items = [i for i in items
+                         if _compare(g.value(cur, i, s['attr']), s.get('cmp', '='), want)]
+                for i in dict.fromkeys(items):
+                    read(g.label(cur, i), s['attr'], g.value(cur, i, s['attr']))
+            elif op == 'exclude': drop = set(ids_of(s['slot'])); items = [i for i in items
+                                                                          if i not in drop]
             elif op in ('intersect', 'minus'):
                 other = set(go(s['steps'])[1])
                 items = [i for i in items if (i in other) == (op == 'intersect')]
@@ -221,15 +282,20 @@ def run_plan(graph, steps: list, bindings: dict) -> PlanResult:
                 cur, items = PLAN_ATTRIBUTES[cur][s['name']], vals
             elif op == 'count': return f'count:{_what(cur)}', [len(dict.fromkeys(items))]
             elif op in ('min', 'max'):
-                vals = [v for v in ((g.value(cur, i, s['attr']) for i in dict.fromkeys(items)) if cur in PLAN_ATTRIBUTES else items) if v is not None]
+                vals = [v
+                        for v in ((g.value(cur, i, s['attr']) for i in dict.fromkeys(items))
+                                  if cur in PLAN_ATTRIBUTES else items) if v is not None]
                 pick = (min if op == 'min' else max)(vals) if vals else None
                 if pick is not None and cur in PLAN_ATTRIBUTES:
                     for i in dict.fromkeys(items):
-                        if g.value(cur, i, s['attr']) == pick: read(g.label(cur, i), s['attr'], pick)
-                return (PLAN_ATTRIBUTES[cur][s['attr']] if cur in PLAN_ATTRIBUTES else cur), ([] if pick is None else [pick])
+                        if g.value(cur, i, s['attr']) == pick:
+                            read(g.label(cur, i), s['attr'], pick)
+                return ((PLAN_ATTRIBUTES[cur][s['attr']] if cur in PLAN_ATTRIBUTES else cur),
+                        ([] if pick is None else [pick]))
             elif op == 'top':
                 by = s.get('by', 'frequency')
-                score = Counter(items) if by == 'frequency' else {i: g.value(cur, i, by) for i in dict.fromkeys(items)}
+                score = (Counter(items) if by == 'frequency'
+                         else {i: g.value(cur, i, by) for i in dict.fromkeys(items)})
                 score = {i: v for i, v in score.items() if v is not None}
                 if score:
                     best = (max if s.get('order', 'max') == 'max' else min)(score.values())
@@ -240,7 +306,8 @@ def run_plan(graph, steps: list, bindings: dict) -> PlanResult:
             elif op == 'group':
                 c = Counter(g.value(cur, i, s['by']) for i in dict.fromkeys(items))
                 c.pop(None, None)
-                return f'count:{_what(cur)} by {PLAN_ATTRIBUTES[cur][s["by"]]}', sorted(c.items(), key=lambda x: (-x[1], str(x[0])))
+                return (f'count:{_what(cur)} by {PLAN_ATTRIBUTES[cur][s["by"]]}',
+                        sorted(c.items(), key=lambda x: (-x[1], str(x[0]))))
         return cur, items
     _, items = go(steps)
     if t in PLAN_ATTRIBUTES:

@@ -30,9 +30,12 @@ from rdflib.compare import isomorphic
 import re
 from ..doc import progress as show_progress
 import urllib.parse
-from ..doc import Author, Paper, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_paragraphs, iter_sections, normalise_text
+from ..doc import (
+    Author, Paper, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_paragraphs,
+    iter_sections, normalise_text)
 from ..ingest import Corpus, PARSER_VERSION, load_manifest
-from .server import OxigraphServer, SparqlServerStore, sparql_endpoints, sparql_term, with_values
+from .server import (
+    OxigraphServer, SparqlServerStore, sparql_endpoints, sparql_term, with_values)
 from rdflib.plugins.stores.sparqlstore import SPARQLStore
 
 # %% auto #0
@@ -51,30 +54,39 @@ __all__ = ['BASE', 'SQA', 'DOCO', 'DEO', 'FABIO', 'CITO', 'C4O', 'BIRO', 'PO', '
 # %% ../../nbs/01_kg.ipynb #a2d9aafc
 BASE = 'https://w3id.org/scholarqa/'                        # resource IRIs
 SQA = Namespace('https://w3id.org/scholarqa/ontology#')     # the project ontology
-DOCO = Namespace('http://purl.org/spar/doco/')              # document components: Section, Paragraph, Sentence
+DOCO = Namespace('http://purl.org/spar/doco/')  # document components: Section, Paragraph, Sentence
 DEO = Namespace('http://purl.org/spar/deo/')                # discourse elements: Caption
-FABIO = Namespace('http://purl.org/spar/fabio/')            # bibliographic records: ResearchPaper, JournalArticle…
+# bibliographic records: ResearchPaper, JournalArticle…
+FABIO = Namespace('http://purl.org/spar/fabio/')
 CITO = Namespace('http://purl.org/spar/cito/')              # citations
 C4O = Namespace('http://purl.org/spar/c4o/')                # textual content (hasContent)
 BIRO = Namespace('http://purl.org/spar/biro/')              # bibliographic references
 PO = Namespace('http://www.essepuntato.it/2008/12/pattern#')  # structural patterns (contains)
 
-KG_PREFIXES = {'sqa': SQA, 'doco': DOCO, 'deo': DEO, 'fabio': FABIO, 'cito': CITO, 'c4o': C4O, 'biro': BIRO, 'po': PO,
-               'dcterms': DCTERMS, 'foaf': FOAF, 'prov': PROV, 'skos': SKOS, 'schema': SDO, 'owl': OWL, 'xsd': XSD}
-SPARQL_PREFIXES = ''.join(f'PREFIX {k}: <{v}>\n' for k, v in {**KG_PREFIXES, 'rdf': RDF, 'rdfs': RDFS}.items())
-KG_VERSION = '1'   # bump when the RDF written for a paper changes meaning: `sync_with_manifest` then rebuilds every paper
+KG_PREFIXES = {'sqa': SQA, 'doco': DOCO, 'deo': DEO, 'fabio': FABIO, 'cito': CITO, 'c4o': C4O,
+               'biro': BIRO, 'po': PO,
+               'dcterms': DCTERMS, 'foaf': FOAF, 'prov': PROV, 'skos': SKOS, 'schema': SDO,
+               'owl': OWL, 'xsd': XSD}
+SPARQL_PREFIXES = ''.join(f'PREFIX {k}: <{v}>\n'
+                          for k, v in {**KG_PREFIXES, 'rdf': RDF, 'rdfs': RDFS}.items())
+# bump when the RDF written for a paper changes meaning: `sync_with_manifest` then rebuilds every
+# paper
+KG_VERSION = '1'
 
 def _rdf_seg(x) -> str:
     "One IRI path segment: every character outside the unreserved set percent-encoded."
     return urllib.parse.quote(str(x), safe='-._~')
 
 def paper_iri(pid: str) -> URIRef: return URIRef(f'{BASE}paper/{_rdf_seg(pid)}')
-def section_iri(pid: str, path: str) -> URIRef: return URIRef(f'{paper_iri(pid)}/section/{_rdf_seg(path)}')
-def paragraph_iri(pid: str, path: str, index: int) -> URIRef: return URIRef(f'{section_iri(pid, path)}/paragraph/{int(index)}')
+def section_iri(pid: str, path: str) -> URIRef:
+    return URIRef(f'{paper_iri(pid)}/section/{_rdf_seg(path)}')
+def paragraph_iri(pid: str, path: str, index: int) -> URIRef:
+    return URIRef(f'{section_iri(pid, path)}/paragraph/{int(index)}')
 def sentence_iri(pid: str, path: str, index: int, n: int) -> URIRef:
     return URIRef(f'{paragraph_iri(pid, path, index)}/sentence/{int(n)}')
 def float_iri(pid: str, i: int) -> URIRef: return URIRef(f'{paper_iri(pid)}/float/{int(i)}')
-def reference_iri(pid: str, key: str) -> URIRef: return URIRef(f'{paper_iri(pid)}/reference/{_rdf_seg(key)}')
+def reference_iri(pid: str, key: str) -> URIRef:
+    return URIRef(f'{paper_iri(pid)}/reference/{_rdf_seg(key)}')
 def entity_iri(entity_id: str) -> URIRef: return URIRef(f'{BASE}entity/{_rdf_seg(entity_id)}')
 def person_iri(id: str) -> URIRef: return URIRef(f'{BASE}person/{_rdf_seg(id)}')
 def venue_iri(id: str) -> URIRef: return URIRef(f'{BASE}venue/{_rdf_seg(id)}')
@@ -83,7 +95,8 @@ def graph_iri(pid: str) -> URIRef: return URIRef(f'{BASE}graph/paper/{_rdf_seg(p
 def source_iri(path: str) -> URIRef: return URIRef(f'{BASE}source/{blake2b_hex(str(path), 10)}')
 
 ENTITIES_GRAPH = URIRef(f'{BASE}graph/entities')     # entity nodes and extractor activities
-SCHOLARLY_GRAPH = URIRef(f'{BASE}graph/scholarly')   # an Author/Paper/Venue graph loaded with `add_graph_to_dataset`
+# an Author/Paper/Venue graph loaded with `add_graph_to_dataset`
+SCHOLARLY_GRAPH = URIRef(f'{BASE}graph/scholarly')
 
 def pid_of_graph(g) -> str | None:
     "The paper id of a paper's named graph IRI (None for any other graph)."
@@ -98,9 +111,11 @@ def pid_of_iri(iri) -> str | None:
 
 # %% ../../nbs/01_kg.ipynb #bd352fdf
 def person_id(author: Author) -> str:
-    "Stable id of an author: their ORCID, OpenAlex or S2 id when known, else their normalised name (blake2b hex)."
+    """Stable id of an author: their ORCID, OpenAlex or S2 id when known, else their normalised
+    name (blake2b hex)."""
     for kind in ('orcid', 'openalex', 's2'):
-        if author.ids.get(kind): return blake2b_hex(f'{kind}:{str(author.ids[kind]).strip().lower()}')
+        if author.ids.get(kind):
+            return blake2b_hex(f'{kind}:{str(author.ids[kind]).strip().lower()}')
     return blake2b_hex(f'name:{normalise_text(author.name)}')
 
 def venue_id(name: str) -> str:
@@ -242,8 +257,11 @@ def bind_prefixes(g):
     return g
 
 # %% ../../nbs/01_kg.ipynb #f1837fd1
-_RDF_JOURNAL = re.compile(r'\b(journal|transactions|letters|review|magazine|annals|bulletin)\b', re.I)
-_RDF_CONFERENCE = re.compile(r'\b(conference|proceedings|workshop|symposium|meeting|congress|colloquium)\b', re.I)
+_RDF_JOURNAL = re.compile(r'\b(journal|transactions|letters|review|magazine|annals|bulletin)\b',
+                          re.I)
+_RDF_CONFERENCE = re.compile(
+    r'\b(conference|proceedings|workshop|symposium|meeting|congress|colloquium)\b', re.I
+)
 _RDF_ACRONYM = re.compile(r'\(([A-Z][A-Za-z]*[A-Z])\)|\b[A-Z]{3,}\b')   # "… (ICSR)", "ACL 2019"
 _RDF_PREPRINT = re.compile(r'arxiv|biorxiv|medrxiv|preprint', re.I)
 
@@ -258,7 +276,9 @@ def paper_class(paper: Paper) -> URIRef | None:
 def paper_triples(paper: Paper) -> Iterator[tuple]:
     "Every triple of a paper's named graph (see `paper_to_rdf`)."
     pid = paper.id
-    if not pid: raise ValueError('paper has no id: run scholarqa.doc.assign_ids (or load it through Corpus / load_dataset)')
+    if not pid:
+        raise ValueError('paper has no id: run scholarqa.doc.assign_ids (or load it through Corpus '
+                         '/ load_dataset)')
     P, G = paper_iri(pid), graph_iri(pid)
     yield P, RDF.type, FABIO.ResearchPaper
     cls = paper_class(paper)
@@ -269,7 +289,8 @@ def paper_triples(paper: Paper) -> Iterator[tuple]:
         if kw: yield P, DCTERMS.subject, Literal(kw)
     for kind, value in sorted(paper.source_ids.items()):
         if value not in (None, ''): yield P, DCTERMS.identifier, Literal(f'{kind}:{value}')
-    # authors: the person (shared across papers) and this paper's authorship record (order, affiliation)
+    # authors: the person (shared across papers) and this paper's authorship record (order,
+    # affiliation)
     for i, a in enumerate(paper.authors):
         person = person_iri(person_id(a))
         yield P, DCTERMS.creator, person
@@ -291,7 +312,8 @@ def paper_triples(paper: Paper) -> Iterator[tuple]:
         yield P, DCTERMS.isPartOf, V
         yield V, RDF.type, SQA.Venue
         yield V, DCTERMS.title, Literal(paper.venue)
-        vcls = {FABIO.JournalArticle: FABIO.Journal, FABIO.ConferencePaper: FABIO.AcademicProceedings}.get(cls)
+        vcls = {FABIO.JournalArticle: FABIO.Journal,
+                FABIO.ConferencePaper: FABIO.AcademicProceedings}.get(cls)
         if vcls is not None: yield V, RDF.type, vcls
     # the tree, in document order
     ref_nodes = {}
@@ -336,7 +358,8 @@ def paper_triples(paper: Paper) -> Iterator[tuple]:
                 yield Q, SQA.label, Literal(p.label)
                 yield Q, C4O.hasContent, Literal(p.text)
                 for sp in p.spans:
-                    if sp.kind == 'cite' and sp.target in ref_nodes: yield Q, SQA.citesReference, ref_nodes[sp.target]
+                    if sp.kind == 'cite' and sp.target in ref_nodes:
+                        yield Q, SQA.citesReference, ref_nodes[sp.target]
                 for sent in p.sentences:
                     N = sentence_iri(pid, s.path, p.index, sent.n)
                     yield N, RDF.type, DOCO.Sentence
@@ -382,15 +405,19 @@ def paper_to_rdf(paper: Paper) -> Graph:
 
 # %% ../../nbs/01_kg.ipynb #e00a9d84
 def new_dataset() -> RDFDataset:
-    "An empty in-memory rdflib Dataset (queries see the union of its graphs) with the project's prefixes bound."
+    """An empty in-memory rdflib Dataset (queries see the union of its graphs) with the project's
+    prefixes bound."""
     return bind_prefixes(RDFDataset(default_union=True))
 
 def union_view(ds: RDFDataset) -> RDFDataset:
-    "`ds` itself if its queries see the union of its graphs, else a Dataset over the same store that does."
-    return ds if getattr(ds, 'default_union', False) else RDFDataset(store=ds.store, default_union=True)
+    """`ds` itself if its queries see the union of its graphs, else a Dataset over the same store
+    that does."""
+    return (ds if getattr(ds, 'default_union', False)
+            else RDFDataset(store=ds.store, default_union=True))
 
 def add_paper(ds: RDFDataset, paper: Paper) -> URIRef:
-    "Write a paper's triples into its own named graph of `ds` (which must not hold that paper yet); returns the graph IRI."
+    """Write a paper's triples into its own named graph of `ds` (which must not hold that paper
+    yet); returns the graph IRI."""
     g = ds.graph(graph_iri(paper.id))
     ds.addN((s, p, o, g) for s, p, o in paper_triples(paper))
     return g.identifier
@@ -403,8 +430,10 @@ def paper_graphs(ds: RDFDataset) -> dict[str, URIRef]:
         if pid is not None and len(g): out[pid] = g.identifier
     return out
 
-def corpus_to_dataset(papers: Iterable[Paper], dataset: RDFDataset | None = None, progress: bool = False) -> RDFDataset:
-    "Build (or update) a Dataset with one named graph per paper; papers already in `dataset` are replaced."
+def corpus_to_dataset(papers: Iterable[Paper], dataset: RDFDataset | None = None,
+                      progress: bool = False) -> RDFDataset:
+    """Build (or update) a Dataset with one named graph per paper; papers already in `dataset`
+    are replaced."""
     ds = dataset if dataset is not None else new_dataset()
     have = set(paper_graphs(ds))
     papers = list(papers)
@@ -417,12 +446,14 @@ def corpus_to_dataset(papers: Iterable[Paper], dataset: RDFDataset | None = None
     return ds
 
 # %% ../../nbs/01_kg.ipynb #b6608b6d
-KG_TYPES = {'Paper': FABIO.ResearchPaper, 'Section': DOCO.Section, 'Paragraph': DOCO.Paragraph, 'Sentence': DOCO.Sentence}
+KG_TYPES = {'Paper': FABIO.ResearchPaper, 'Section': DOCO.Section, 'Paragraph': DOCO.Paragraph,
+            'Sentence': DOCO.Sentence}
 
 _Q_TYPE_COUNT = """SELECT ?type (COUNT(DISTINCT ?x) AS ?n) WHERE { ?x a ?type } GROUP BY ?type"""
 
 def type_counts(ds: RDFDataset) -> dict[str, int]:
-    "How many Papers, Sections, Paragraphs and Sentences `ds` holds (by SPARQL over the union of its graphs)."
+    """How many Papers, Sections, Paragraphs and Sentences `ds` holds (by SPARQL over the union
+    of its graphs)."""
     out = {}
     for name, cls in KG_TYPES.items():
         rows = list(union_view(ds).query(_Q_TYPE_COUNT, initBindings={'type': cls}))
@@ -444,20 +475,24 @@ RDF_FORMATS = {'.trig': 'trig', '.nq': 'nquads', '.nquads': 'nquads', '.ttl': 't
 def rdf_format(path) -> str:
     "The rdflib format for a file suffix (.trig, .nq, .ttl, .nt)."
     suf = Path(path).suffix.lower()
-    if suf not in RDF_FORMATS: raise ValueError(f'unknown RDF file suffix {suf!r}; use one of {", ".join(RDF_FORMATS)}')
+    if suf not in RDF_FORMATS:
+        raise ValueError(f'unknown RDF file suffix {suf!r}; use one of {", ".join(RDF_FORMATS)}')
     return RDF_FORMATS[suf]
 
 def save_dataset(ds, path) -> Path:
-    "Write a Dataset (.trig / .nq) or a Graph (.ttl / .nt / .trig / .nq) to `path`, format from the suffix, atomically."
+    """Write a Dataset (.trig / .nq) or a Graph (.ttl / .nt / .trig / .nq) to `path`, format from
+    the suffix, atomically."""
     fmt = rdf_format(path)
     if isinstance(ds, RDFDataset) and fmt in ('turtle', 'nt'):
-        raise ValueError(f'{Path(path).name}: Turtle and N-Triples have no named graphs; save a Dataset as .trig or .nq')
+        raise ValueError(f'{Path(path).name}: Turtle and N-Triples have no named graphs; save a '
+                         'Dataset as .trig or .nq')
     if fmt in ('trig', 'turtle'): bind_prefixes(ds)
     atomic_write_bytes(path, ds.serialize(format=fmt, encoding='utf-8'))
     return Path(path)
 
 def load_kg(path, dataset: RDFDataset | None = None) -> RDFDataset:
-    "Read a .trig / .nq file (or .ttl into the default graph) into `dataset` (default: a new in-memory Dataset)."
+    """Read a .trig / .nq file (or .ttl into the default graph) into `dataset` (default: a new
+    in-memory Dataset)."""
     ds = dataset if dataset is not None else new_dataset()
     ds.parse(str(path), format=rdf_format(path))
     return ds
@@ -475,18 +510,20 @@ def graphs_isomorphic(a: RDFDataset, b: RDFDataset) -> bool:
         ta, tb = set(ga[k]), set(gb[k])
         if any(isinstance(x, BNode) for t in ta | tb for x in t):
             if not isomorphic(ga[k], gb[k]): return False
-        elif ta != tb: return False          # no blank nodes: isomorphism is equality (and much faster)
+        elif ta != tb: return False  # no blank nodes: isomorphism is equality (and much faster)
     return True
 
 # %% ../../nbs/01_kg.ipynb #1d296a76
 def is_oxigraph(ds) -> bool: return type(ds.store).__name__ == 'OxigraphStore'
 
 def is_remote(ds) -> bool:
-    "Is `ds` a SPARQL server reached over HTTP (rdflib's SPARQLStore and its update-capable subclass)?"
+    """Is `ds` a SPARQL server reached over HTTP (rdflib's SPARQLStore and its update-capable
+    subclass)?"""
     return isinstance(ds.store, SPARQLStore)
 
 def _rdf_paper_nodes(ds: RDFDataset, pid: str) -> set:
-    "Every IRI the dataset has under the paper's IRI (paper, sections, paragraphs, sentences, references…), plus the graph IRI."
+    """Every IRI the dataset has under the paper's IRI (paper, sections, paragraphs, sentences,
+    references…), plus the graph IRI."""
     P = paper_iri(pid)
     prefix = str(P) + '/'
     nodes = {P, graph_iri(pid)}
@@ -512,20 +549,26 @@ def remove_paper(ds: RDFDataset, pid: str, keep_incoming: bool = False) -> int:
             cg.remove((s, CITO.cites, P))
     ds.remove_graph(ds.graph(G))
     for n in nodes:
-        for s, p, o, c in list(ds.quads((n, None, None, None))) + list(ds.quads((None, None, n, None))):
+        for s, p, o, c in list(ds.quads((n, None, None, None))) + list(
+            ds.quads((None, None, n, None))
+        ):
             cg = ds.graph(c) if not isinstance(c, Graph) else c
             if keep_incoming and o == P and p in (CITO.cites, BIRO.references): continue
             cg.remove((s, p, o))
     return before - len(ds)
 
-_Q_CITING = SPARQL_PREFIXES + """SELECT ?g ?s ?r WHERE { GRAPH ?g { ?s cito:cites ?P OPTIONAL { ?r biro:references ?P } }
+_Q_CITING = (
+    SPARQL_PREFIXES
+    + """SELECT ?g ?s ?r WHERE { GRAPH ?g { ?s cito:cites ?P OPTIONAL { ?r biro:references ?P } }
   FILTER(?g != ?G) }"""
+)
 _Q_NAMING = """SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o }
   FILTER(?g = ?G || ?s = ?P || ?s = ?G || STRSTARTS(STR(?s), ?parts)
          || (isIRI(?o) && (?o = ?P || ?o = ?G || STRSTARTS(STR(?o), ?parts)))) }"""
 
 def _rdf_remove_paper_remote(ds: RDFDataset, pid: str, keep_incoming: bool) -> int:
-    "`remove_paper` on a SPARQL server, which cannot list quads by pattern across graphs: the same steps, found by SPARQL."
+    """`remove_paper` on a SPARQL server, which cannot list quads by pattern across graphs: the
+    same steps, found by SPARQL."""
     P, G = paper_iri(pid), graph_iri(pid)
     if not keep_incoming:
         for g, s, r in list(union_view(ds).query(with_values(_Q_CITING, {'P': P, 'G': G}))):
@@ -546,13 +589,18 @@ def replace_paper(ds: RDFDataset, paper: Paper) -> URIRef:
     return add_paper(ds, paper)
 
 def triples_naming(ds: RDFDataset, pid: str) -> list[tuple]:
-    "Every quad (s, p, o, g) in the paper's graph or whose subject or object is the paper, one of its parts or its graph IRI (a scan: for checks and tests)."
-    P, G = paper_iri(pid), graph_iri(pid)          # bound by 01e's VALUES block, which every engine reads the same way
-    return [tuple(r) for r in union_view(ds).query(with_values(_Q_NAMING, {'P': P, 'G': G, 'parts': Literal(f'{P}/')}))]
+    """Every quad (s, p, o, g) in the paper's graph or whose subject or object is the paper, one
+    of its parts or its graph IRI (a scan: for checks and tests)."""
+    # bound by 01e's VALUES block, which every engine reads the same way
+    P, G = paper_iri(pid), graph_iri(pid)
+    return [tuple(r) for r in union_view(ds)
+            .query(with_values(_Q_NAMING, {'P': P, 'G': G, 'parts': Literal(f'{P}/')}))]
 
 def quad_count(ds: RDFDataset) -> int:
-    "Triples of the named graphs, each counted once per graph that holds it: the same number in every store (`len` is not, see Stores)."
-    return int(next(iter(union_view(ds).query('SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }')))[0])
+    """Triples of the named graphs, each counted once per graph that holds it: the same number in
+    every store (`len` is not, see Stores)."""
+    return int(next(iter(union_view(ds)
+                         .query('SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }')))[0])
 
 # %% ../../nbs/01_kg.ipynb #699a2b03
 _Q_GRAPH_SOURCES = SPARQL_PREFIXES + """SELECT ?g ?hash ?version WHERE { GRAPH ?g {
@@ -561,14 +609,18 @@ _Q_GRAPH_SOURCES = SPARQL_PREFIXES + """SELECT ?g ?hash ?version WHERE { GRAPH ?
 _Q_RESOLVED = SPARQL_PREFIXES + """SELECT ?g ?t WHERE { GRAPH ?g { ?r biro:references ?t } }"""
 
 def sync_with_manifest(ds: RDFDataset, corpus_dir, progress: bool = False) -> dict:
-    "Bring `ds` in line with the corpus folder `corpus_dir` (written by `scholarqa ingest`); returns what changed."
+    """Bring `ds` in line with the corpus folder `corpus_dir` (written by `scholarqa ingest`);
+    returns what changed."""
     man = load_manifest(corpus_dir)
     corpus = Corpus.load(corpus_dir)
-    file_hash = {pid: e.get('hash') for e in man['files'].values() if e.get('shard') for pid in e.get('papers', [])}
+    file_hash = {pid: e.get('hash') for e in man['files'].values() if e.get('shard')
+                 for pid in e.get('papers', [])}
     stored = {}
     for g, h, v in ds.query(_Q_GRAPH_SOURCES):
         pid = pid_of_graph(g)
-        if pid is not None:      # a paper read from two files (a PDF and its Markdown twin) has a row per source, in any order
+        # a paper read from two files (a PDF and its Markdown twin) has a row per source, in any
+        # order
+        if pid is not None:
             hs = stored.get(pid, (set(), None))[0]
             stored[pid] = (hs | {str(h) if h is not None else None}, str(v))
     stored_refs = defaultdict(set)
@@ -581,7 +633,8 @@ def sync_with_manifest(ds: RDFDataset, corpus_dir, progress: bool = False) -> di
         if p.id not in stored: add_paper(ds, p); report['added'] += 1; continue
         hashes, version = stored[p.id]
         resolved = {r.resolved for r in p.references if r.resolved and r.resolved != p.id}
-        now = (p.source or {}).get('file_hash') or file_hash.get(p.id)   # the file the graph records (a twin's primary), else the manifest's
+        # the file the graph records (a twin's primary), else the manifest's
+        now = (p.source or {}).get('file_hash') or file_hash.get(p.id)
         if now not in hashes or version != KG_VERSION or resolved != stored_refs.get(p.id, set()):
             replace_paper(ds, p); report['rebuilt'] += 1
         else: report['unchanged'] += 1
@@ -589,14 +642,17 @@ def sync_with_manifest(ds: RDFDataset, corpus_dir, progress: bool = False) -> di
 
 # %% ../../nbs/01_kg.ipynb #4ac1250b
 def entity_class(type_name: str) -> URIRef:
-    "The ontology class of an entity type ('Method' -> sqa:Method); other names are made into a class name."
+    """The ontology class of an entity type ('Method' -> sqa:Method); other names are made into a
+    class name."""
     return SQA[re.sub(r'\W', '', str(type_name)) or 'Entity']
 
 def extractor_iri(name: str) -> URIRef: return URIRef(f'{BASE}activity/extract/{_rdf_seg(name)}')
 
 def _rdf_mention_iri(m) -> URIRef:
     key = f'{m.start}:{m.end}:{m.type}:{m.extractor}:{m.entity_id}'
-    return URIRef(f'{paragraph_iri(m.paper_id, m.section_path, m.paragraph_index)}/mention/{blake2b_hex(key, 6)}')
+    return URIRef(
+        f'{paragraph_iri(m.paper_id, m.section_path, m.paragraph_index)}/mention/{blake2b_hex(key, 6)}'
+    )
 
 def add_entities(ds: RDFDataset, entities: Iterable, mentions: Iterable) -> dict:
     """Write entity nodes into `ENTITIES_GRAPH` and each mention into its paper's named graph (see the table above).
@@ -605,8 +661,10 @@ def add_entities(ds: RDFDataset, entities: Iterable, mentions: Iterable) -> dict
     quads, n_ent = [], 0
     for e in entities:
         E = entity_iri(e.id); n_ent += 1
-        quads += [(E, RDF.type, SQA.Entity, eg), (E, RDF.type, entity_class(e.type), eg), (E, RDFS.label, Literal(e.label), eg)]
-        quads += [(E, SKOS.altLabel, Literal(a), eg) for a in getattr(e, 'aliases', []) or [] if a and a != e.label]
+        quads += [(E, RDF.type, SQA.Entity, eg), (E, RDF.type, entity_class(e.type), eg),
+                  (E, RDFS.label, Literal(e.label), eg)]
+        quads += [(E, SKOS.altLabel, Literal(a), eg) for a in getattr(e, 'aliases', []) or [] if a
+                  and a != e.label]
     have = set(paper_graphs(ds))
     graphs, extractors, n_men, skipped = {}, set(), 0, 0
     for m in mentions:
@@ -616,18 +674,23 @@ def add_entities(ds: RDFDataset, entities: Iterable, mentions: Iterable) -> dict
         E, X = entity_iri(m.entity_id), extractor_iri(m.extractor)
         quads += [(M, RDF.type, SQA.Mention, g), (M, SQA.denotes, E, g), (M, SQA.inParagraph, Q, g),
                   (M, SQA.start, Literal(int(m.start)), g), (M, SQA.end, Literal(int(m.end)), g),
-                  (M, C4O.hasContent, Literal(m.text), g), (M, PROV.wasGeneratedBy, X, g), (Q, SQA.mentions, E, g)]
+                  (M, C4O.hasContent, Literal(m.text), g), (M, PROV.wasGeneratedBy, X, g),
+                  (Q, SQA.mentions, E, g)]
         if m.sentence_n is not None:
-            quads.append((M, SQA.inSentence, sentence_iri(m.paper_id, m.section_path, m.paragraph_index, m.sentence_n), g))
+            quads.append((M, SQA.inSentence,
+                          sentence_iri(m.paper_id, m.section_path, m.paragraph_index, m.sentence_n),
+                          g))
         extractors.add(m.extractor); n_men += 1
     for x in sorted(extractors):
-        quads += [(extractor_iri(x), RDF.type, PROV.Activity, eg), (extractor_iri(x), RDFS.label, Literal(x), eg)]
+        quads += [(extractor_iri(x), RDF.type, PROV.Activity, eg),
+                  (extractor_iri(x), RDFS.label, Literal(x), eg)]
     ds.addN(quads)
     return {'entities': n_ent, 'mentions': n_men, 'skipped': skipped}
 
 # %% ../../nbs/01_kg.ipynb #663cad91
 def _rdf_term(v):
-    "A Python value as an RDF term (URIRef/Literal pass through; str/int/float/bool become Literals)."
+    """A Python value as an RDF term (URIRef/Literal pass through; str/int/float/bool become
+    Literals)."""
     if isinstance(v, (URIRef, Literal, BNode)): return v
     if isinstance(v, (str, int, float, bool)): return Literal(v)
     raise TypeError(f'cannot bind {type(v).__name__} as an RDF term')
@@ -640,15 +703,17 @@ def _rdf_py(v):
     return str(v)
 
 def kg_select(ds, query: str, **bindings) -> list[dict]:
-    "Run a constant SPARQL SELECT on `ds` with `bindings` bound as RDF terms; rows as dicts of Python values."
+    """Run a constant SPARQL SELECT on `ds` with `bindings` bound as RDF terms; rows as dicts of
+    Python values."""
     b = {k: _rdf_term(v) for k, v in bindings.items()}
     if is_remote(ds): res = union_view(ds).query(with_values(query, b))
     elif is_oxigraph(ds):
-        try: res = union_view(ds).query(query, initBindings=b)      # substituted: fast, but only for projected variables
+        # substituted: fast, but only for projected variables
+        try: res = union_view(ds).query(query, initBindings=b)
         except RuntimeError as e:
             if 'SELECT projection' not in str(e): raise
             res = union_view(ds).query(with_values(query, b))
-    else: res = union_view(ds).query(query, initBindings=b)           # rdflib's engine: pre-bound variables
+    else: res = union_view(ds).query(query, initBindings=b)  # rdflib's engine: pre-bound variables
     return [{str(k): _rdf_py(row[k]) for k in res.vars} for row in res]
 
 _Q_FIND_ENTITIES = SPARQL_PREFIXES + """SELECT DISTINCT ?q ?e ?label ?type WHERE {
@@ -665,30 +730,39 @@ def find_entities(ds, text: str) -> list[dict]:
         if r['type']: d['type'] = r['type'].rsplit('#', 1)[-1]
     return list(out.values())
 
-_Q_PARAS_MENTIONING = SPARQL_PREFIXES + """SELECT ?e ?para ?label ?text (COUNT(DISTINCT ?m) AS ?n) WHERE {
+_Q_PARAS_MENTIONING = (
+    SPARQL_PREFIXES
+    + """SELECT ?e ?para ?label ?text (COUNT(DISTINCT ?m) AS ?n) WHERE {
   ?para sqa:mentions ?e ; sqa:label ?label ; c4o:hasContent ?text .
   OPTIONAL { ?m sqa:inParagraph ?para ; sqa:denotes ?e } }
   GROUP BY ?e ?para ?label ?text ORDER BY ?label"""
+)
 
 def paragraphs_mentioning(ds, entity) -> list[dict]:
     """Paragraphs that mention an entity, given as an IRI or as a label/alias (case-insensitive):
     [{'paragraph', 'label', 'paper', 'text', 'entity', 'mentions'}] in label order."""
-    ents = [entity] if isinstance(entity, URIRef) else [URIRef(e['entity']) for e in find_entities(ds, entity)]
+    ents = ([entity] if isinstance(entity, URIRef)
+            else [URIRef(e['entity']) for e in find_entities(ds, entity)])
     out = []
     for e in ents:
         for r in kg_select(ds, _Q_PARAS_MENTIONING, e=e):
-            out.append({'paragraph': r['para'], 'label': r['label'], 'paper': pid_of_iri(r['para']), 'text': r['text'],
+            out.append({'paragraph': r['para'], 'label': r['label'], 'paper': pid_of_iri(r['para']),
+                        'text': r['text'],
                         'entity': r['e'], 'mentions': r['n']})
     return sorted(out, key=lambda d: (d['label'], d['entity']))
 
-_Q_OUTLINE = SPARQL_PREFIXES + """SELECT ?g ?sec ?path ?title ?level ?pos (COUNT(DISTINCT ?para) AS ?n) WHERE {
+_Q_OUTLINE = (
+    SPARQL_PREFIXES
+    + """SELECT ?g ?sec ?path ?title ?level ?pos (COUNT(DISTINCT ?para) AS ?n) WHERE {
   GRAPH ?g { ?sec a doco:Section ; sqa:sectionPath ?path ; dcterms:title ?title ; sqa:level ?level ; sqa:position ?pos .
              OPTIONAL { ?sec dcterms:hasPart ?para . ?para a doco:Paragraph } } }
   GROUP BY ?g ?sec ?path ?title ?level ?pos ORDER BY ?pos"""
+)
 
 def paper_outline(ds, pid: str) -> list[dict]:
     "A paper's sections in reading order: [{'path', 'title', 'level', 'paragraphs', 'section'}]."
-    return [{'path': r['path'], 'title': r['title'], 'level': r['level'], 'paragraphs': r['n'], 'section': r['sec']}
+    return [{'path': r['path'], 'title': r['title'], 'level': r['level'], 'paragraphs': r['n'],
+             'section': r['sec']}
             for r in kg_select(ds, _Q_OUTLINE, g=graph_iri(str(pid)))]
 
 _Q_CITATIONS = SPARQL_PREFIXES + """SELECT ?g ?paper ?t (MIN(?rt) AS ?rtitle) (MIN(?pt) AS ?ptitle)
@@ -701,24 +775,33 @@ def citations_of(ds, pid: str) -> list[dict]:
     """What a paper cites: [{'target', 'pid' (in-corpus paper id or None), 'in_corpus', 'title', 'raw'}]; in-corpus
     papers are the targets that are papers of the dataset, the rest are the paper's own reference nodes."""
     rows = kg_select(ds, _Q_CITATIONS, g=graph_iri(str(pid)), paper=paper_iri(str(pid)))
-    return [{'target': r['t'], 'pid': pid_of_iri(r['t']) if r['found'] else None, 'in_corpus': bool(r['found']),
+    return [{'target': r['t'], 'pid': pid_of_iri(r['t']) if r['found'] else None,
+             'in_corpus': bool(r['found']),
              'title': r['ptitle'] or r['rtitle'], 'raw': r['raw']} for r in rows]
 
-_Q_CITED_BY = SPARQL_PREFIXES + """SELECT DISTINCT ?t ?citing WHERE { ?citing cito:cites ?t . ?citing a fabio:ResearchPaper }
+_Q_CITED_BY = (
+    SPARQL_PREFIXES
+    + """SELECT DISTINCT ?t ?citing WHERE { ?citing cito:cites ?t . ?citing a fabio:ResearchPaper }
   ORDER BY ?citing"""
+)
 
 def cited_by(ds, pid: str) -> list[str]:
     "Ids of the papers (of any graph) that cite paper `pid`."
-    return sorted({pid_of_iri(r['citing']) or r['citing'] for r in kg_select(ds, _Q_CITED_BY, t=paper_iri(str(pid)))})
+    return sorted({pid_of_iri(r['citing']) or r['citing']
+                   for r in kg_select(ds, _Q_CITED_BY, t=paper_iri(str(pid)))})
 
-_Q_COMENTIONED = SPARQL_PREFIXES + """SELECT ?e ?f (MIN(?fl) AS ?label) (MIN(?ft) AS ?type) (COUNT(DISTINCT ?para) AS ?n) WHERE {
+_Q_COMENTIONED = (
+    SPARQL_PREFIXES
+    + """SELECT ?e ?f (MIN(?fl) AS ?label) (MIN(?ft) AS ?type) (COUNT(DISTINCT ?para) AS ?n) WHERE {
   ?para sqa:mentions ?e . ?para sqa:mentions ?f . FILTER(?f != ?e)
   OPTIONAL { ?f rdfs:label ?fl } OPTIONAL { ?f a ?ft FILTER(?ft != sqa:Entity) } } GROUP BY ?e ?f"""
+)
 
 def entity_neighbourhood(ds, entity, hops: int = 1) -> list[dict]:
     """Entities within `hops` co-mentions of `entity` (an IRI or a label): two entities are one hop apart when one
     paragraph mentions both. [{'entity', 'label', 'type', 'hops', 'paragraphs'}], nearest first, then by shared paragraphs."""
-    start = [entity] if isinstance(entity, URIRef) else [URIRef(e['entity']) for e in find_entities(ds, entity)]
+    start = ([entity] if isinstance(entity, URIRef)
+             else [URIRef(e['entity']) for e in find_entities(ds, entity)])
     dist = {str(e): 0 for e in start}
     shared, info = {}, {}
     frontier = list(start)
@@ -729,9 +812,11 @@ def entity_neighbourhood(ds, entity, hops: int = 1) -> list[dict]:
                 f = r['f']
                 if f not in dist: dist[f] = h; nxt.append(URIRef(f))
                 if dist[f] == h: shared[f] = shared.get(f, 0) + r['n']
-                info.setdefault(f, (r['label'], r['type'].rsplit('#', 1)[-1] if r['type'] else None))
+                info.setdefault(f,
+                                (r['label'], r['type'].rsplit('#', 1)[-1] if r['type'] else None))
         frontier = nxt
-    out = [{'entity': f, 'label': info[f][0], 'type': info[f][1], 'hops': h, 'paragraphs': shared[f]}
+    out = [{'entity': f, 'label': info[f][0], 'type': info[f][1], 'hops': h,
+            'paragraphs': shared[f]}
            for f, h in dist.items() if h > 0]
     return sorted(out, key=lambda d: (d['hops'], -d['paragraphs'], d['entity']))
 
@@ -749,30 +834,38 @@ def find_entity_info(ds, entity) -> dict:
 STORE_SPECS = "'memory', 'oxigraph[:DIR]' or 'sparql:URL' (a server: its address, or QUERY_URL,UPDATE_URL[,STORE_URL])"
 
 def open_store(spec: str = 'memory') -> RDFDataset:
-    "A Dataset on the store named by `spec`: 'memory', 'oxigraph[:DIR]' or 'sparql:URL' (see `STORE_SPECS`)."
+    """A Dataset on the store named by `spec`: 'memory', 'oxigraph[:DIR]' or 'sparql:URL' (see
+    `STORE_SPECS`)."""
     kind, _, arg = str(spec).partition(':')
     if kind == 'memory': return new_dataset()
     if kind == 'oxigraph':
         ds = RDFDataset(store='Oxigraph', default_union=True)
         if arg: Path(arg).mkdir(parents=True, exist_ok=True); ds.open(arg)
         return bind_prefixes(ds)
-    if kind in ('sparql', 'sparql+update'):          # 'sparql+update:' is the older spelling of the same thing
+    # 'sparql+update:' is the older spelling of the same thing
+    if kind in ('sparql', 'sparql+update'):
         return RDFDataset(store=SparqlServerStore(*sparql_endpoints(arg)), default_union=True)
     raise ValueError(f'unknown store {spec!r}: use {STORE_SPECS}')
 
-_GSP_TYPES = {'trig': 'application/trig', 'nquads': 'application/n-quads', 'turtle': 'text/turtle', 'nt': 'application/n-triples'}
+_GSP_TYPES = {'trig': 'application/trig', 'nquads': 'application/n-quads', 'turtle': 'text/turtle',
+              'nt': 'application/n-triples'}
 
 def load_into(ds: RDFDataset, path) -> RDFDataset:
-    "Load an RDF file into `ds` in bulk: Oxigraph's own parser, a server's Graph Store Protocol (POST), else rdflib's parser."
+    """Load an RDF file into `ds` in bulk: Oxigraph's own parser, a server's Graph Store Protocol
+    (POST), else rdflib's parser."""
     fmt = rdf_format(path)
-    if is_oxigraph(ds) and fmt in ('trig', 'nquads'): ds.parse(str(path), format=f'ox-{fmt}', transactional=False)
+    if (is_oxigraph(ds) and fmt in ('trig', 'nquads')): ds.parse(str(path), format=f'ox-{fmt}',
+                                                                 transactional=False)
     elif is_remote(ds) and getattr(ds.store, 'graph_store_endpoint', None):
         import urllib.request
-        url = ds.store.graph_store_endpoint + ('' if fmt in ('trig', 'nquads') else '?default')   # triples: the default graph
-        req = urllib.request.Request(url, data=Path(path).read_bytes(), method='POST', headers={'Content-Type': _GSP_TYPES[fmt]})
+        # triples: the default graph
+        url = ds.store.graph_store_endpoint + ('' if fmt in ('trig', 'nquads') else '?default')
+        req = urllib.request.Request(url, data=Path(path).read_bytes(), method='POST',
+                                     headers={'Content-Type': _GSP_TYPES[fmt]})
         try:
             with urllib.request.urlopen(req, timeout=3600) as r: r.read()
-        except OSError as e: raise OSError(f'{path}: the server at {url} refused the bulk load: {e}') from None
+        except OSError as e: raise OSError(f'{path}: the server at {url} refused the bulk load: '
+                                           f'{e}') from None
     else: ds.parse(str(path), format=fmt)
     return ds
 

@@ -12,13 +12,16 @@ from rdflib import Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
 
-_SPARQL_ESCAPES = {'\\': '\\\\', '"': '\\"', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f'}
+_SPARQL_ESCAPES = {'\\': '\\\\', '"': '\\"', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b',
+                   '\f': '\\f'}
 _IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 
 def sparql_term(t) -> str:
-    "An RDF term as SPARQL text: an IRI in <>, a literal quoted with every special character escaped (never a way out of the quotes)."
+    """An RDF term as SPARQL text: an IRI in <>, a literal quoted with every special character
+    escaped (never a way out of the quotes)."""
     if isinstance(t, URIRef):
-        if _IRI_BAD.search(str(t)): raise ValueError(f'{str(t)[:80]!r} is not an IRI that can be written in a query')
+        if _IRI_BAD.search(str(t)):
+            raise ValueError(f'{str(t)[:80]!r} is not an IRI that can be written in a query')
         return f'<{t}>'
     if isinstance(t, Literal):
         s = '"' + ''.join(_SPARQL_ESCAPES.get(c, c) for c in str(t)) + '"'
@@ -29,7 +32,8 @@ def sparql_term(t) -> str:
 _WHERE = re.compile(r'\bWHERE\s*\{', re.I)
 
 def with_values(query: str, bindings: dict) -> str:
-    "`query` with `bindings` (name -> RDF term) as a VALUES block opening its outermost WHERE group (a pre-binding, as initBindings)."
+    """`query` with `bindings` (name -> RDF term) as a VALUES block opening its outermost WHERE
+    group (a pre-binding, as initBindings)."""
     if not bindings: return query
     m = _WHERE.search(query)
     if not m: raise ValueError('with_values: the query has no WHERE { … } group to bind values in')
@@ -38,11 +42,13 @@ def with_values(query: str, bindings: dict) -> str:
     return f'{query[:m.end()]} VALUES ({names}) {{ ({row}) }} {query[m.end():]}'
 
 def sparql_endpoints(arg: str) -> tuple[str, str, str | None]:
-    "(query, update, graph store) URLs of `sparql:ARG`: a bare server address means Oxigraph's /query, /update and /store."
+    """(query, update, graph store) URLs of `sparql:ARG`: a bare server address means Oxigraph's
+    /query, /update and /store."""
     parts = [p.strip() for p in arg.split(',') if p.strip()]
     u = urllib.parse.urlparse(parts[0]) if parts else None
     if not u or u.scheme not in ('http', 'https') or not u.netloc or len(parts) > 3:
-        raise ValueError(f'sparql:{arg}: give a server address (http://host:port) or QUERY_URL,UPDATE_URL[,STORE_URL]')
+        raise ValueError(f'sparql:{arg}: give a server address (http://host:port) or '
+                         'QUERY_URL,UPDATE_URL[,STORE_URL]')
     if len(parts) == 1 and u.path in ('', '/'):
         base = parts[0].rstrip('/')
         return f'{base}/query', f'{base}/update', f'{base}/store'
@@ -52,10 +58,13 @@ class SparqlServerStore(SPARQLUpdateStore):
     """rdflib's SPARQL 1.1 client, with updates any server takes: creating a graph that exists or dropping one that does not
     is no error (SILENT), and a deletion from a graph names it with GRAPH, not WITH (a server whose default graph is the
     union, as Oxigraph's with --union-default-graph, refuses WITH)."""
-    def __init__(self, query_endpoint: str, update_endpoint: str, graph_store_endpoint: str | None = None):
-        super().__init__(query_endpoint=query_endpoint, update_endpoint=update_endpoint, returnFormat='json',
-                         method='POST')                    # POST: a long bound value cannot make the URL too long
-        self.graph_store_endpoint = graph_store_endpoint     # for `load_into`'s bulk load; None: INSERT DATA
+    def __init__(self, query_endpoint: str, update_endpoint: str,
+                 graph_store_endpoint: str | None = None):
+        super().__init__(query_endpoint=query_endpoint, update_endpoint=update_endpoint,
+                         returnFormat='json',
+                         method='POST')  # POST: a long bound value cannot make the URL too long
+        # for `load_into`'s bulk load; None: INSERT DATA
+        self.graph_store_endpoint = graph_store_endpoint
 
     def add_graph(self, graph) -> None:
         if self.graph_aware and graph.identifier != DATASET_DEFAULT_GRAPH_ID:
@@ -69,22 +78,30 @@ class SparqlServerStore(SPARQLUpdateStore):
 
     def remove(self, spo, context=None) -> None:
         if context is None or not self._is_contextual(context): return super().remove(spo, context)
-        t = ' '.join('?' + v if x is None else self.node_to_sparql(x) for x, v in zip(spo, 'spo')) + ' .'
+        t = (' '.join('?' + v if x is None else self.node_to_sparql(x) for x, v in zip(spo, 'spo'))
+             + ' .')
         g = self.node_to_sparql(context.identifier)
-        self._transaction().append(f'DELETE {{ GRAPH {g} {{ {t} }} }} WHERE {{ GRAPH {g} {{ {t} }} }}')
+        self._transaction().append(f'DELETE {{ GRAPH {g} {{ {t} }} }} WHERE {{ GRAPH {g} {{ {t} }} '
+                                   f'}}')
         if self.autocommit: self.commit()
 
 class OxigraphServer:
-    "`oxigraph serve` (PyPI `oxigraph`) on a free port of 127.0.0.1, over folder `location` (None: a temporary one), for a `with` block."
+    """`oxigraph serve` (PyPI `oxigraph`) on a free port of 127.0.0.1, over folder `location`
+    (None: a temporary one), for a `with` block."""
     def __init__(self, location=None, port: int | None = None, timeout_s: float = 30.0):
-        self.location, self.port, self.timeout_s, self.proc, self._tmp = location, port, timeout_s, None, None
+        self.location, self.port, self.timeout_s, self.proc, self._tmp = (location, port, timeout_s,
+                                                                          None, None)
 
     @staticmethod
     def binary() -> str:
-        "The `oxigraph` command: on PATH or beside this Python; a clear error when it is not installed."
+        """The `oxigraph` command: on PATH or beside this Python; a clear error when it is not
+        installed."""
         import shutil, sys
-        found = shutil.which('oxigraph') or shutil.which('oxigraph', path=str(Path(sys.executable).parent))
-        if not found: raise FileNotFoundError("the Oxigraph server is not installed: pip install oxigraph (or 'scholarqa[kg]')")
+        found = (shutil.which('oxigraph')
+                 or shutil.which('oxigraph', path=str(Path(sys.executable).parent)))
+        if not found:
+            raise FileNotFoundError("the Oxigraph server is not installed: pip install oxigraph "
+                                    "(or 'scholarqa[kg]')")
         return found
 
     @property
@@ -96,18 +113,26 @@ class OxigraphServer:
         import socket, subprocess, tempfile, time, urllib.request
         if self.port is None:
             with socket.socket() as s: s.bind(('127.0.0.1', 0)); self.port = s.getsockname()[1]
-        if self.location is None: self._tmp = tempfile.TemporaryDirectory(prefix='oxigraph-'); self.location = self._tmp.name
+        if self.location is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix='oxigraph-')
+            self.location = self._tmp.name
         Path(self.location).mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([self.binary(), 'serve', '--location', str(self.location), '--bind', f'127.0.0.1:{self.port}',
-                                      '--union-default-graph'], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen([self.binary(), 'serve', '--location', str(self.location),
+                                      '--bind', f'127.0.0.1:{self.port}',
+                                      '--union-default-graph'], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
         t0 = time.monotonic()
         while time.monotonic() - t0 < self.timeout_s:
             if self.proc.poll() is not None:
-                raise RuntimeError(f'oxigraph serve exited ({self.proc.returncode}): {self.proc.stderr.read().decode(errors="replace")[-500:]}')
+                raise RuntimeError(f'oxigraph serve exited ({self.proc.returncode}): '
+                                   f'{self.proc.stderr.read().decode(errors="replace")[-500:]}')
             try:
-                with urllib.request.urlopen(f'{self.url}/query?query=ASK%7B%7D', timeout=1): return self
+                with urllib.request.urlopen(f'{self.url}/query?query=ASK%7B%7D', timeout=1):
+                    return self
             except OSError: time.sleep(0.05)
-        self.stop(); raise RuntimeError(f'oxigraph serve did not answer on {self.url} within {self.timeout_s:.0f} s')
+        self.stop()
+        raise RuntimeError(f'oxigraph serve did not answer on {self.url} within '
+                           f'{self.timeout_s:.0f} s')
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from fastcore.basics import patch
 
-from ..kg.academic import GRAPH_FILE, AcademicGraph, blank, find_named, fold, load_graph, name_tokens
+from ..kg.academic import (
+    GRAPH_FILE, AcademicGraph, blank, find_named, fold, load_graph, name_tokens)
 from ..kg.plans import node_value
 from ..generate.answer import Answer, Evidence, EvidenceItem
-from ..kg.answers import answers_fit, constraints, expected_answer, intent_accounts, masked, unaccounted
+from ..kg.answers import (
+    answers_fit, constraints, expected_answer, intent_accounts, masked, unaccounted)
 from ..kg.compose import compose, plan_query_type, run_steps, slot_type
 from ..protocol import MethodOptionError, check_options, method_backend, register_method
 
@@ -31,27 +33,33 @@ __all__ = ['QUERY_TYPES', 'HOP_BUDGET', 'PROTOTYPES', 'CUES', 'CUE_BONUS', 'INTE
 # %% ../../nbs/08_agentic.ipynb #72f0166c
 @dataclass
 class Mention:
-    "An entity named in a question: its kind, the text as written, where, and the graph nodes it may mean."
+    """An entity named in a question: its kind, the text as written, where, and the graph nodes
+    it may mean."""
     kind: str                     # 'Paper' | 'Author' | 'Venue' | 'Institution' | 'Year'
     text: str
     span: tuple                   # (start, end) character offsets in the question
-    candidates: list = field(default_factory=list)   # node ids, best first ('Year': the year as int)
-    match: str = 'exact'          # 'exact' | 'compatible' | 'similar' | 'inline' (an unquoted title) | 'none'
+    candidates: list = field(default_factory=list)  # node ids, best first ('Year': the year as int)
+    # 'exact' | 'compatible' | 'similar' | 'inline' (an unquoted title) | 'none'
+    match: str = 'exact'
     score: float = 1.0            # linking confidence of the first candidate
 
 _QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|«([^»]{2,})»')
 _YEAR = re.compile(r'\b(1[89]\d\d|20\d\d)\b')
 _NAME_TOKEN = re.compile(r"[^\W\d_][\w'’\-‐‑–]*\.?")
-_PARTICLES = {'de', 'da', 'del', 'della', 'der', 'di', 'du', 'van', 'von', 'la', 'le', 'dos', 'das', 'ten', 'ter', 'bin', 'al'}
+_PARTICLES = {'de', 'da', 'del', 'della', 'der', 'di', 'du', 'van', 'von', 'la', 'le', 'dos', 'das',
+              'ten', 'ter', 'bin', 'al'}
 
-def similar_titles(graph: AcademicGraph, text: str, k: int = 5, min_ratio: float = 0.6) -> list[tuple[str, float]]:
-    "Papers whose title is closest to `text` by character similarity (difflib), among those sharing one of its rarest words."
+def similar_titles(graph: AcademicGraph, text: str, k: int = 5,
+                   min_ratio: float = 0.6) -> list[tuple[str, float]]:
+    """Papers whose title is closest to `text` by character similarity (difflib), among those
+    sharing one of its rarest words."""
     import difflib
     idx = graph.title_words()
     words = sorted(set(fold(text).split()), key=lambda w: len(idx.get(w, ())) or 1e9)
     pool = set().union(*(idx.get(w, set()) for w in words[:3])) if words else set()
     target = fold(text)
-    scored = [(pid, difflib.SequenceMatcher(None, target, fold(graph.label('Paper', pid))).ratio()) for pid in pool]
+    scored = [(pid, difflib.SequenceMatcher(None, target, fold(graph.label('Paper', pid))).ratio())
+              for pid in pool]
     return sorted([x for x in scored if x[1] >= min_ratio], key=lambda x: (-x[1], x[0]))[:k]
 
 def find_titles(graph: AcademicGraph, question: str) -> list[Mention]:
@@ -63,15 +71,19 @@ def find_titles(graph: AcademicGraph, question: str) -> list[Mention]:
         if ids: out.append(Mention('Paper', text, m.span(), list(ids), 'exact', 1.0))
         else:
             sims = similar_titles(graph, text)
-            out.append(Mention('Paper', text, m.span(), [i for i, _ in sims], 'similar' if sims else 'none', sims[0][1] if sims else 0.0))
+            out.append(Mention('Paper', text, m.span(), [i for i, _ in sims],
+                               'similar' if sims else 'none', sims[0][1] if sims else 0.0))
     return out
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
-def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: int = 4, min_ratio: float = 0.9,
+def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: int = 4,
+                       min_ratio: float = 0.9,
                        margin: float = 0.02) -> list[Mention]:
-    "Titles written without quotes: a run of the question's words within a dropped word or a typo of a title of at least `min_words` words; two titles that fit equally well are both kept (ambiguous)."
+    """Titles written without quotes: a run of the question's words within a dropped word or a
+    typo of a title of at least `min_words` words; two titles that fit equally well are both kept
+    (ambiguous)."""
     import difflib
     text = blank(question, skip)
     toks = [(fold(m.group()), m.start(), m.end()) for m in _WORD.finditer(text)]
@@ -79,7 +91,7 @@ def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: 
     idx, qwords = graph.title_words(), {t[0] for t in toks}
     hits = defaultdict(int)
     for w in qwords:
-        if len(idx.get(w, ())) <= 2000:                      # a word in most titles says nothing about which one
+        if len(idx.get(w, ())) <= 2000:  # a word in most titles says nothing about which one
             for pid in idx.get(w, ()): hits[pid] += 1
     found = []
     for pid, n_shared in hits.items():
@@ -88,19 +100,24 @@ def find_inline_titles(graph: AcademicGraph, question: str, skip=(), min_words: 
         target, best = ' '.join(tw), (0.0, None)
         for size in (len(tw) - 1, len(tw), len(tw) + 1):
             for i in range(0, len(toks) - size + 1):
-                if toks[i][0] not in set(tw[:2]) and toks[i + size - 1][0] not in set(tw[-2:]): continue
-                r = difflib.SequenceMatcher(None, ' '.join(t[0] for t in toks[i:i + size]), target).ratio()
+                if toks[i][0] not in set(tw[:2]) and toks[i + size - 1][0] not in set(tw[-2:]):
+                    continue
+                r = difflib.SequenceMatcher(None, ' '.join(t[0] for t in toks[i:i + size]),
+                                            target).ratio()
                 if r > best[0]: best = (r, (toks[i][1], toks[i + size - 1][2]))
         if best[0] >= min_ratio: found.append((best[0], best[1], pid))
     out = []
     for r, span, pid in sorted(found, key=lambda x: (-x[0], x[2])):
         same = next((m for m in out if span[0] < m.span[1] and m.span[0] < span[1]), None)
-        if same is None: out.append(Mention('Paper', question[span[0]:span[1]], span, [pid], 'exact' if r == 1.0 else 'inline', r))
-        elif same.score - r <= margin and pid not in same.candidates: same.candidates.append(pid); same.match = 'inline'
+        if same is None: out.append(Mention('Paper', question[span[0]:span[1]], span, [pid],
+                                            'exact' if r == 1.0 else 'inline', r))
+        elif same.score - r <= margin and pid not in same.candidates:
+            same.candidates.append(pid); same.match = 'inline'
     return sorted(out, key=lambda m: m.span)
 
 def names_compatible(mention: list[str], candidate: list[str]) -> bool:
-    "Same surname, the same first given name (or its initial), and every further given name of the mention met in order."
+    """Same surname, the same first given name (or its initial), and every further given name of
+    the mention met in order."""
     if len(mention) < 2 or len(candidate) < 2 or mention[-1] != candidate[-1]: return False
     fits = lambda a, b: a == b or (len(a) == 1 and b[0] == a) or (len(b) == 1 and a[0] == b)
     m, c = mention[:-1], candidate[:-1]
@@ -113,29 +130,38 @@ def names_compatible(mention: list[str], candidate: list[str]) -> bool:
     return True
 
 def link_author(graph: AcademicGraph, name: str, span=(0, 0)) -> Mention:
-    "The author nodes `name` may mean: the same folded name, else every compatible name (most papers first)."
+    """The author nodes `name` may mean: the same folded name, else every compatible name (most
+    papers first)."""
     toks = name_tokens(name)
     if len(toks) < 2: return Mention('Author', name, span, [], 'none', 0.0)
-    order = lambda a: (-len(graph.neighbours('Author', a, 'writes', 'Paper')), graph.label('Author', a), a)
-    exact = sorted((a for a in graph.by_surname.get(toks[-1], []) if graph.name_toks[a] == toks), key=order)
+    order = lambda a: (-len(graph.neighbours('Author', a, 'writes', 'Paper')),
+                       graph.label('Author', a), a)
+    exact = sorted((a for a in graph.by_surname.get(toks[-1], []) if graph.name_toks[a] == toks),
+                   key=order)
     if exact: return Mention('Author', name, span, exact, 'exact', 1.0)
-    fits = sorted((a for a in graph.by_surname.get(toks[-1], []) if names_compatible(toks, graph.name_toks[a])), key=order)
-    return Mention('Author', name, span, fits, 'compatible' if fits else 'none', 0.8 if fits else 0.0)
+    fits = sorted((a for a in graph.by_surname.get(toks[-1], [])
+                   if names_compatible(toks, graph.name_toks[a])), key=order)
+    return Mention('Author', name, span, fits, 'compatible' if fits else 'none',
+                   0.8 if fits else 0.0)
 
 def _name_runs(text: str):
-    "Runs of adjacent words that could be a name: capitalised words and initials, particles inside (start, end, words)."
+    """Runs of adjacent words that could be a name: capitalised words and initials, particles
+    inside (start, end, words)."""
     toks = [(m.group(), m.start(), m.end()) for m in _NAME_TOKEN.finditer(text)]
     for i in range(len(toks)):
-        for j in range(min(len(toks), i + 6), i + 1, -1):           # longest first, at least two words
+        for j in range(min(len(toks), i + 6), i + 1, -1):  # longest first, at least two words
             run = toks[i:j]
             if any(text[a[2]:b[1]].strip() for a, b in zip(run, run[1:])): continue
             if not (run[0][0][0].isupper() and run[-1][0][0].isupper()): continue
-            if any(not (w[0].isupper() or w.casefold().rstrip('.') in _PARTICLES) for w, _, _ in run): continue
-            end = run[-1][2] - (2 if re.search(r"['’]s$", run[-1][0]) else 0)     # "Rush's" names Rush
+            if any(not (w[0].isupper() or w.casefold().rstrip('.') in _PARTICLES)
+                   for w, _, _ in run):
+                continue
+            end = run[-1][2] - (2 if re.search(r"['’]s$", run[-1][0]) else 0)  # "Rush's" names Rush
             yield i, j, run[0][1], end
 
 def find_authors(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
-    "Author names outside `skip` spans: the longest capitalised run at each position that links to an author, then runs in any case that link to one."
+    """Author names outside `skip` spans: the longest capitalised run at each position that links
+    to an author, then runs in any case that link to one."""
     text, out, nxt = blank(question, skip), [], 0
     for i, j, s, e in _name_runs(text):
         if i < nxt: continue
@@ -144,9 +170,10 @@ def find_authors(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     text = blank(text, [m.span for m in out])
     toks = [(m.group(), m.start(), m.end()) for m in _NAME_TOKEN.finditer(text)]
     i = 0
-    while i < len(toks):                                   # "kathleen mckeown": a name in any case, longest first
+    while i < len(toks):  # "kathleen mckeown": a name in any case, longest first
         for j in range(min(len(toks), i + 4), i + 1, -1):
-            s, e = toks[i][1], toks[j - 1][2] - (2 if re.search(r"['’]s$", toks[j - 1][0]) else 0)   # "carletta's" names Carletta
+            # "carletta's" names Carletta
+            s, e = toks[i][1], toks[j - 1][2] - (2 if re.search(r"['’]s$", toks[j - 1][0]) else 0)
             if '  ' in text[s:e] or any(w.casefold() in _OPENERS for w, _, _ in toks[i:j]): continue
             m = link_author(graph, question[s:e], (s, e))
             if m.candidates: out.append(m); i = j - 1; break
@@ -154,23 +181,29 @@ def find_authors(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     return sorted(out, key=lambda m: m.span)
 
 def find_venues(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
-    "Venue names as whole words, longest first, none overlapping; a short name (an acronym) only as the graph spells it (01d's `find_named`)."
-    return [Mention('Venue', t, span, ids, 'exact', 1.0) for t, span, ids in find_named(question, graph.venue_patterns, skip)]
+    """Venue names as whole words, longest first, none overlapping; a short name (an acronym)
+    only as the graph spells it (01d's `find_named`)."""
+    return [Mention('Venue', t, span, ids, 'exact', 1.0)
+            for t, span, ids in find_named(question, graph.venue_patterns, skip)]
 
 def find_institutions(graph: AcademicGraph, question: str, skip=()) -> list[Mention]:
     "Institution names (OpenAlex affiliations), found as venue names are."
-    return [Mention('Institution', t, span, ids, 'exact', 1.0) for t, span, ids in find_named(question, graph.institution_patterns, skip)]
+    return [Mention('Institution', t, span, ids, 'exact', 1.0)
+            for t, span, ids in find_named(question, graph.institution_patterns, skip)]
 
-_OPENERS = {'who', 'what', 'which', 'when', 'where', 'how', 'list', 'count', 'give', 'name', 'in', 'at', 'with', 'did', 'does',
+_OPENERS = {'who', 'what', 'which', 'when', 'where', 'how', 'list', 'count', 'give', 'name', 'in',
+            'at', 'with', 'did', 'does',
             'has', 'have', 'is', 'was', 'the', 'show', 'find', 'tell', 'since', 'of', 'apart', 'by'}
 
 def find_unknown_names(question: str, skip=()) -> list[Mention]:
-    "Runs of two or more capitalised words left over: a name the graph does not have (an author mention without candidates)."
+    """Runs of two or more capitalised words left over: a name the graph does not have (an author
+    mention without candidates)."""
     text, out, run = blank(question, skip), [], []
     def flush():
         r = run[1:] if run and run[0][0].casefold() in _OPENERS else run
         if len(r) >= 2 and not all(w.isupper() for w, _, _ in r):
-            out.append(Mention('Author', question[r[0][1]:r[-1][2]], (r[0][1], r[-1][2]), [], 'none', 0.0))
+            out.append(Mention('Author', question[r[0][1]:r[-1][2]], (r[0][1], r[-1][2]), [],
+                               'none', 0.0))
     for m in _NAME_TOKEN.finditer(text):
         w, s, e = m.group(), m.start(), m.end()
         if w[0].isupper() and (not run or not text[run[-1][2]:s].strip()): run.append((w, s, e))
@@ -180,7 +213,8 @@ def find_unknown_names(question: str, skip=()) -> list[Mention]:
     return out
 
 def find_mentions(graph: AcademicGraph, question: str) -> list[Mention]:
-    "Every mention in a question, in order: quoted titles, titles without quotes, institutions, then author names, venues, unknown names and years outside them."
+    """Every mention in a question, in order: quoted titles, titles without quotes, institutions,
+    then author names, venues, unknown names and years outside them."""
     ms = find_titles(graph, question)
     ms += find_inline_titles(graph, question, [m.span for m in ms])
     ms += find_institutions(graph, question, [m.span for m in ms])
@@ -192,7 +226,8 @@ def find_mentions(graph: AcademicGraph, question: str) -> list[Mention]:
 
 # %% ../../nbs/08_agentic.ipynb #2680ef17
 QUERY_TYPES = ('attribute', 'relation', 'aggregation', 'multihop')
-HOP_BUDGET = {'attribute': 0, 'relation': 1, 'aggregation': 2, 'multihop': 3}   # relation steps a plan of the type may take
+# relation steps a plan of the type may take
+HOP_BUDGET = {'attribute': 0, 'relation': 1, 'aggregation': 2, 'multihop': 3}
 
 def _op(op, **kw): return {'op': op, **kw}
 _WRITES_OUT = _op('traverse', rel='writes', to='Paper')          # author -> their papers
@@ -201,15 +236,17 @@ _VENUE_OUT = _op('traverse', rel='published_in', to='Venue')     # paper -> its 
 
 @dataclass(frozen=True)
 class Intent:
-    "A question shape: its query type, the mentions it needs (slots), its operations, its answer template, its prototypes."
+    """A question shape: its query type, the mentions it needs (slots), its operations, its
+    answer template, its prototypes."""
     name: str
     type: str
-    slots: tuple                  # mention kinds it needs, sorted: ('Author',), ('Author', 'Venue'), …
+    slots: tuple  # mention kinds it needs, sorted: ('Author',), ('Author', 'Venue'), …
     ops: tuple                    # operations after the lookups (see `execute`)
     template: str                 # the answer: {PAPER} {AUTHOR} {VENUE} {YEAR} and {values}
     prototypes: tuple             # masked phrasings the classifier compares a question with
-    cues: str = ''                # a regex of words that single this intent out among those with the same slots
-    answers: str = ''             # what its result is, in 08c's answer types: 'year', 'person', 'count:paper', …
+    cues: str = ''  # a regex of words that single this intent out among those with the same slots
+    # what its result is, in 08c's answer types: 'year', 'person', 'count:paper', …
+    answers: str = ''
 
     def hops(self) -> int:
         "Relation steps the plan takes: traversals, and filters that test an edge."
@@ -217,65 +254,123 @@ class Intent:
 
 # %% ../../nbs/08_agentic.ipynb #e8403d87
 PROTOTYPES = {
-    'paper_year': ('When was [PAPER] published?', 'Publication year of [PAPER]', 'What year is [PAPER] from?', 'In which year did [PAPER] appear?'),
-    'paper_citations': ('How many citations does [PAPER] have?', 'Citation count of [PAPER]', 'How many times was [PAPER] cited?', 'How often has [PAPER] been cited?'),
-    'paper_identifier': ('What is the identifier of [PAPER]?', 'ID of the paper [PAPER]', 'Which id does [PAPER] have?', 'Source id of [PAPER]'),
-    'paper_authors': ('Who wrote [PAPER]?', 'Authors of [PAPER]', 'Who are the authors of [PAPER]?', 'Which people authored [PAPER]?'),
-    'paper_venue': ('Where was [PAPER] published?', 'Venue of [PAPER]', 'In which venue did [PAPER] appear?', 'At what conference or journal was [PAPER] published?'),
-    'author_papers': ('Which papers did [AUTHOR] write?', 'Papers by [AUTHOR]', 'What has [AUTHOR] published?', 'List the publications of [AUTHOR]'),
-    'author_year_papers': ('Which papers did [AUTHOR] publish in [YEAR]?', 'Papers by [AUTHOR] from [YEAR]', 'What did [AUTHOR] write in [YEAR]?', 'List the [YEAR] publications of [AUTHOR]'),
-    'author_count': ('How many papers did [AUTHOR] write?', 'Number of papers by [AUTHOR]', 'How many publications does [AUTHOR] have?', 'Count the papers by [AUTHOR]'),
-    'author_first_year': ('When did [AUTHOR] publish for the first time?', 'Earliest publication year of [AUTHOR]', 'In which year did [AUTHOR] start publishing?', 'What year is the first paper of [AUTHOR] from?'),
-    'author_last_year': ('When did [AUTHOR] last publish?', 'Most recent publication year of [AUTHOR]', 'In which year did [AUTHOR] publish their newest paper?', 'What year is the latest paper of [AUTHOR] from?'),
-    'author_top_venue': ('Where has [AUTHOR] published most often?', 'Most frequent venue of [AUTHOR]', 'Which venue has [AUTHOR] published the most papers in?', 'At which venue does [AUTHOR] have the largest number of papers?'),
-    'author_venue_count': ('How many papers did [AUTHOR] publish at [VENUE]?', 'Number of [VENUE] papers by [AUTHOR]', 'How many times has [AUTHOR] published in [VENUE]?', 'Count the papers of [AUTHOR] at [VENUE]'),
-    'venue_year_count': ('How many papers did [VENUE] publish in [YEAR]?', 'Number of papers at [VENUE] in [YEAR]', 'How many [VENUE] papers appeared in [YEAR]?', 'Count the [YEAR] papers of [VENUE]'),
-    'author_coauthors': ('Who has co-authored papers with [AUTHOR]?', 'Co-authors of [AUTHOR]', 'Who has [AUTHOR] written papers with?', 'Which researchers collaborated with [AUTHOR]?'),
-    'author_venues': ('At which venues has [AUTHOR] published?', 'Venues of [AUTHOR]', 'Where has [AUTHOR] published?', 'List all conferences and journals where [AUTHOR] has papers'),
-    'first_author_papers': ('What else did the first author of [PAPER] write?', 'Other papers by the first author of [PAPER]', 'Which papers did the lead author of [PAPER] also publish?', 'List the other publications of the first author of [PAPER]'),
-    'venue_coauthors': ('Who co-authored [VENUE] papers with [AUTHOR]?', 'Co-authors of [AUTHOR] at [VENUE]', 'With whom did [AUTHOR] publish at [VENUE]?', 'Which researchers wrote [VENUE] papers together with [AUTHOR]?'),
+    'paper_year': ('When was [PAPER] published?', 'Publication year of [PAPER]',
+                   'What year is [PAPER] from?', 'In which year did [PAPER] appear?'),
+    'paper_citations': ('How many citations does [PAPER] have?', 'Citation count of [PAPER]',
+                        'How many times was [PAPER] cited?', 'How often has [PAPER] been cited?'),
+    'paper_identifier': ('What is the identifier of [PAPER]?', 'ID of the paper [PAPER]',
+                         'Which id does [PAPER] have?', 'Source id of [PAPER]'),
+    'paper_authors': ('Who wrote [PAPER]?', 'Authors of [PAPER]', 'Who are the authors of [PAPER]?',
+                      'Which people authored [PAPER]?'),
+    'paper_venue': ('Where was [PAPER] published?', 'Venue of [PAPER]',
+                    'In which venue did [PAPER] appear?',
+                    'At what conference or journal was [PAPER] published?'),
+    'author_papers': ('Which papers did [AUTHOR] write?', 'Papers by [AUTHOR]',
+                      'What has [AUTHOR] published?', 'List the publications of [AUTHOR]'),
+    'author_year_papers': ('Which papers did [AUTHOR] publish in [YEAR]?',
+                           'Papers by [AUTHOR] from [YEAR]', 'What did [AUTHOR] write in [YEAR]?',
+                           'List the [YEAR] publications of [AUTHOR]'),
+    'author_count': ('How many papers did [AUTHOR] write?', 'Number of papers by [AUTHOR]',
+                     'How many publications does [AUTHOR] have?', 'Count the papers by [AUTHOR]'),
+    'author_first_year': ('When did [AUTHOR] publish for the first time?',
+                          'Earliest publication year of [AUTHOR]',
+                          'In which year did [AUTHOR] start publishing?',
+                          'What year is the first paper of [AUTHOR] from?'),
+    'author_last_year': ('When did [AUTHOR] last publish?',
+                         'Most recent publication year of [AUTHOR]',
+                         'In which year did [AUTHOR] publish their newest paper?',
+                         'What year is the latest paper of [AUTHOR] from?'),
+    'author_top_venue': ('Where has [AUTHOR] published most often?',
+                         'Most frequent venue of [AUTHOR]',
+                         'Which venue has [AUTHOR] published the most papers in?',
+                         'At which venue does [AUTHOR] have the largest number of papers?'),
+    'author_venue_count': ('How many papers did [AUTHOR] publish at [VENUE]?',
+                           'Number of [VENUE] papers by [AUTHOR]',
+                           'How many times has [AUTHOR] published in [VENUE]?',
+                           'Count the papers of [AUTHOR] at [VENUE]'),
+    'venue_year_count': ('How many papers did [VENUE] publish in [YEAR]?',
+                         'Number of papers at [VENUE] in [YEAR]',
+                         'How many [VENUE] papers appeared in [YEAR]?',
+                         'Count the [YEAR] papers of [VENUE]'),
+    'author_coauthors': ('Who has co-authored papers with [AUTHOR]?', 'Co-authors of [AUTHOR]',
+                         'Who has [AUTHOR] written papers with?',
+                         'Which researchers collaborated with [AUTHOR]?'),
+    'author_venues': ('At which venues has [AUTHOR] published?', 'Venues of [AUTHOR]',
+                      'Where has [AUTHOR] published?',
+                      'List all conferences and journals where [AUTHOR] has papers'),
+    'first_author_papers': ('What else did the first author of [PAPER] write?',
+                            'Other papers by the first author of [PAPER]',
+                            'Which papers did the lead author of [PAPER] also publish?',
+                            'List the other publications of the first author of [PAPER]'),
+    'venue_coauthors': ('Who co-authored [VENUE] papers with [AUTHOR]?',
+                        'Co-authors of [AUTHOR] at [VENUE]',
+                        'With whom did [AUTHOR] publish at [VENUE]?',
+                        'Which researchers wrote [VENUE] papers together with [AUTHOR]?'),
 }
 
-CUES = {   # the words that tell two intents with the same slots apart where sentence vectors barely do
+# the words that tell two intents with the same slots apart where sentence vectors barely do
+CUES = {
     'author_first_year': r'\b(first|earliest|start|started|starting|begin|began|debut)\b',
     'author_last_year': r'\b(last|latest|newest|most recent|most recently|recently|lately)\b',
 }
-CUE_BONUS = 0.1   # added to an intent's prototype similarity when one of its cue words is in the question
+# added to an intent's prototype similarity when one of its cue words is in the question
+CUE_BONUS = 0.1
 
-def _intent(name, type, answers, slots, ops, template): return Intent(name, type, slots, ops, template, PROTOTYPES[name], CUES.get(name, ''), answers)
+def _intent(name, type, answers, slots, ops, template):
+    return Intent(name, type, slots, ops, template, PROTOTYPES[name], CUES.get(name, ''), answers)
 
 INTENTS = {i.name: i for i in [
-    _intent('paper_year', 'attribute', 'year', ('Paper',), (_op('attr', name='year'),), '{PAPER} was published in {values}.'),
-    _intent('paper_citations', 'attribute', 'count:citation', ('Paper',), (_op('attr', name='cited_by_count'),), 'The citation count of {PAPER} is {values}.'),
-    _intent('paper_identifier', 'attribute', 'identifier', ('Paper',), (_op('attr', name='source_id'),), 'The identifier of {PAPER} is {values}.'),
-    _intent('paper_authors', 'relation', 'person', ('Paper',), (_AUTHORS_IN,), '{PAPER} was written by {values}.'),
-    _intent('paper_venue', 'relation', 'venue', ('Paper',), (_VENUE_OUT,), '{PAPER} was published at {values}.'),
-    _intent('author_papers', 'relation', 'paper', ('Author',), (_WRITES_OUT,), '{AUTHOR} wrote {values}.'),
-    _intent('author_year_papers', 'relation', 'paper', ('Author', 'Year'), (_WRITES_OUT, _op('filter', attr='year', slot='Year')),
+    _intent('paper_year', 'attribute', 'year', ('Paper',), (_op('attr', name='year'),),
+            '{PAPER} was published in {values}.'),
+    _intent('paper_citations', 'attribute', 'count:citation', ('Paper',),
+            (_op('attr', name='cited_by_count'),), 'The citation count of {PAPER} is {values}.'),
+    _intent('paper_identifier', 'attribute', 'identifier', ('Paper',),
+            (_op('attr', name='source_id'),), 'The identifier of {PAPER} is {values}.'),
+    _intent('paper_authors', 'relation', 'person', ('Paper',), (_AUTHORS_IN,),
+            '{PAPER} was written by {values}.'),
+    _intent('paper_venue', 'relation', 'venue', ('Paper',), (_VENUE_OUT,),
+            '{PAPER} was published at {values}.'),
+    _intent('author_papers', 'relation', 'paper', ('Author',), (_WRITES_OUT,),
+            '{AUTHOR} wrote {values}.'),
+    _intent('author_year_papers', 'relation', 'paper', ('Author', 'Year'),
+            (_WRITES_OUT, _op('filter', attr='year', slot='Year')),
             'In {YEAR}, {AUTHOR} published {values}.'),
-    _intent('author_count', 'aggregation', 'count:paper', ('Author',), (_WRITES_OUT, _op('count')), 'The number of papers by {AUTHOR} is {values}.'),
-    _intent('author_first_year', 'aggregation', 'year', ('Author',), (_WRITES_OUT, _op('min', attr='year')), "{AUTHOR}'s first paper appeared in {values}."),
-    _intent('author_last_year', 'aggregation', 'year', ('Author',), (_WRITES_OUT, _op('max', attr='year')), "{AUTHOR}'s latest paper appeared in {values}."),
-    _intent('author_top_venue', 'aggregation', 'venue', ('Author',), (_WRITES_OUT, _VENUE_OUT, _op('argmax')), '{AUTHOR} published most often at {values}.'),
-    _intent('author_venue_count', 'aggregation', 'count:paper', ('Author', 'Venue'), (_WRITES_OUT, _op('filter', rel='published_in', slot='Venue'), _op('count')),
+    _intent('author_count', 'aggregation', 'count:paper', ('Author',), (_WRITES_OUT, _op('count')),
+            'The number of papers by {AUTHOR} is {values}.'),
+    _intent('author_first_year', 'aggregation', 'year', ('Author',),
+            (_WRITES_OUT, _op('min', attr='year')), "{AUTHOR}'s first paper appeared in {values}."),
+    _intent('author_last_year', 'aggregation', 'year', ('Author',),
+            (_WRITES_OUT, _op('max', attr='year')),
+            "{AUTHOR}'s latest paper appeared in {values}."),
+    _intent('author_top_venue', 'aggregation', 'venue', ('Author',),
+            (_WRITES_OUT, _VENUE_OUT, _op('argmax')), '{AUTHOR} published most often at {values}.'),
+    _intent('author_venue_count', 'aggregation', 'count:paper', ('Author', 'Venue'),
+            (_WRITES_OUT, _op('filter', rel='published_in', slot='Venue'), _op('count')),
             'The number of papers by {AUTHOR} at {VENUE} is {values}.'),
     _intent('venue_year_count', 'aggregation', 'count:paper', ('Venue', 'Year'),
-            (_op('traverse', rel='published_in', to='Paper'), _op('filter', attr='year', slot='Year'), _op('count')),
+            (_op('traverse', rel='published_in', to='Paper'),
+             _op('filter', attr='year', slot='Year'), _op('count')),
             'The number of papers at {VENUE} in {YEAR} is {values}.'),
-    _intent('author_coauthors', 'multihop', 'person', ('Author',), (_WRITES_OUT, _AUTHORS_IN, _op('exclude', slot='Author')), "{AUTHOR}'s co-authors are {values}."),
-    _intent('author_venues', 'multihop', 'venue', ('Author',), (_WRITES_OUT, _VENUE_OUT), '{AUTHOR} has published at {values}.'),
+    _intent('author_coauthors', 'multihop', 'person', ('Author',),
+            (_WRITES_OUT, _AUTHORS_IN, _op('exclude', slot='Author')),
+            "{AUTHOR}'s co-authors are {values}."),
+    _intent('author_venues', 'multihop', 'venue', ('Author',), (_WRITES_OUT, _VENUE_OUT),
+            '{AUTHOR} has published at {values}.'),
     _intent('first_author_papers', 'multihop', 'paper', ('Paper',),
-            (_op('traverse', rel='writes', to='Author', position=1), _WRITES_OUT, _op('exclude', slot='Paper')),
+            (_op('traverse', rel='writes', to='Author', position=1), _WRITES_OUT,
+             _op('exclude', slot='Paper')),
             'The first author of {PAPER} also wrote {values}.'),
     _intent('venue_coauthors', 'multihop', 'person', ('Author', 'Venue'),
-            (_WRITES_OUT, _op('filter', rel='published_in', slot='Venue'), _AUTHORS_IN, _op('exclude', slot='Author')),
+            (_WRITES_OUT, _op('filter', rel='published_in', slot='Venue'), _AUTHORS_IN,
+             _op('exclude', slot='Author')),
             "{AUTHOR}'s co-authors at {VENUE} are {values}."),
 ]}
 
 # %% ../../nbs/08_agentic.ipynb #0c63e456
 @dataclass
 class Plan:
-    "What the planning agent decided: query type (with p(t|q)), intent, the mentions and their nodes, the operations, a status."
+    """What the planning agent decided: query type (with p(t|q)), intent, the mentions and their
+    nodes, the operations, a status."""
     question: str
     masked: str
     query_type: str | None
@@ -286,43 +381,60 @@ class Plan:
     ops: list
     status: str = 'ok'            # 'ok' | 'not_found' | 'ambiguous' | 'no_plan'
     reason: str = ''
-    answer_type: str | None = None   # what the question asks for (`expected_answer`), None when its wording does not say
+    # what the question asks for (`expected_answer`), None when its wording does not say
+    answer_type: str | None = None
     template: str = ''            # a composed plan's answer sentence (an intent's is its own)
     gives: str = ''               # what the plan's result is, in 08c's answer types
-    fixed: dict = field(default_factory=dict)   # a composed plan's further slots ('Author2': node id), bound once
+    # a composed plan's further slots ('Author2': node id), bound once
+    fixed: dict = field(default_factory=dict)
 
     def steps(self) -> list[str]:
         "The plan as lines a student can read."
-        out = [f'lookup {m.kind} "{m.text}" -> {m.candidates[0] if m.candidates else "nothing"} ({m.match})' for m in self.mentions]
-        return out + [' '.join([o['op']] + [f'{k}={v}' for k, v in o.items() if k != 'op']) for o in self.ops]
+        out = [f'lookup {m.kind} "{m.text}" -> {m.candidates[0] if m.candidates else "nothing"} '
+               f'({m.match})' for m in self.mentions]
+        return (out
+                + [' '.join([o['op']] + [f'{k}={v}' for k, v in o.items() if k != 'op'])
+                   for o in self.ops])
 
 def encode_query(encoder, text: str) -> np.ndarray:
-    "One question's vector (dim,), not cached: questions are one-off strings (an encoder without a cache flag is called plainly)."
+    """One question's vector (dim,), not cached: questions are one-off strings (an encoder
+    without a cache flag is called plainly)."""
     try: return np.asarray(encoder.encode([text], use_cache=False))[0]
     except TypeError: return np.asarray(encoder.encode([text]))[0]
 
 class Planner:
-    "The query-aware retrieval agent: mentions → masked question → intent by MiniLM prototypes among those the slots allow → plan."
-    def __init__(self, encoder=None,              # .encode(texts) -> (n, dim) unit vectors; None = the bundled MiniLM, PyTorch-free
+    """The query-aware retrieval agent: mentions → masked question → intent by MiniLM prototypes
+    among those the slots allow → plan."""
+    def __init__(self,
+                 encoder=None,              # .encode(texts) -> (n, dim) unit vectors; None = the bundled MiniLM, PyTorch-free
                  intents: dict | None = None, temperature: float = 0.05,
                  compose: str = 'first'):          # composed plans (08e): 'first', 'fallback' (when no intent fits) or 'off'
-        if encoder is None:                       # exported once per machine (02d): an agent's process never loads PyTorch
+        # exported once per machine (02d): an agent's process never loads PyTorch
+        if encoder is None:
             from scholarqa.retrieval.query_encoder import cached_query_encoder
             encoder = cached_query_encoder()
-        if compose not in ('first', 'fallback', 'off'): raise ValueError(f"compose is 'first', 'fallback' or 'off', not {compose!r}")
-        self.encoder, self.intents, self.temperature, self.compose = encoder, intents or INTENTS, temperature, compose
+        if compose not in ('first', 'fallback', 'off'):
+            raise ValueError(f"compose is 'first', 'fallback' or 'off', not {compose!r}")
+        self.encoder, self.intents, self.temperature, self.compose = (encoder, intents or INTENTS,
+                                                                      temperature, compose)
         self._protos = [(name, p) for name, i in self.intents.items() for p in i.prototypes]
-        self._proto_vecs = np.asarray(encoder.encode([p for _, p in self._protos], use_cache=True))   # (n_prototypes, dim): kept
-        self.accounts = {n: intent_accounts(i.prototypes, i.template, i.slots) for n, i in self.intents.items()}   # 08c
+        # (n_prototypes, dim): kept
+        self._proto_vecs = np.asarray(encoder.encode([p for _, p in self._protos], use_cache=True))
+        # 08c
+        self.accounts = {n: intent_accounts(i.prototypes, i.template, i.slots)
+                         for n, i in self.intents.items()}
 
     def classify(self, masked_question: str, slots: tuple) -> tuple:
-        "(intent or None, p(type | q), {intent: best prototype cosine}) for a masked question whose mentions fill `slots`."
+        """(intent or None, p(type | q), {intent: best prototype cosine}) for a masked question
+        whose mentions fill `slots`."""
         q = encode_query(self.encoder, masked_question)                                # (dim,)
         best = {}
-        for (name, _), s in zip(self._protos, self._proto_vecs @ q): best[name] = max(best.get(name, -1.0), float(s))
+        for (name, _), s in zip(self._protos, self._proto_vecs @ q):
+            best[name] = max(best.get(name, -1.0), float(s))
         for name, i in self.intents.items():
             if i.cues and re.search(i.cues, masked_question, re.I): best[name] += CUE_BONUS
-        by_type = np.array([max([best[n] for n in best if self.intents[n].type == t], default=-1.0) for t in QUERY_TYPES])
+        by_type = np.array([max([best[n] for n in best if self.intents[n].type == t], default=-1.0)
+                            for t in QUERY_TYPES])
         p = np.exp((by_type - by_type.max()) / self.temperature); p /= p.sum()
         probs = {t: round(float(x), 4) for t, x in zip(QUERY_TYPES, p)}
         fits = self.fits(slots)
@@ -330,79 +442,117 @@ class Planner:
         return max(fits, key=lambda n: (best[n], n)), probs, best
 
     def plan(self, graph: AcademicGraph, question: str) -> Plan:
-        "Read the question: find and link its mentions, compose a plan (08e) or choose an intent, say if it cannot go ahead."
+        """Read the question: find and link its mentions, compose a plan (08e) or choose an
+        intent, say if it cannot go ahead."""
         ms = find_mentions(graph, question)
         c = compose(question, ms) if self.compose != 'off' else None
-        if c is not None and c.steps and self.compose == 'first': return self._composed(question, ms, c)
+        if c is not None and c.steps and self.compose == 'first':
+            return self._composed(question, ms, c)
         plan = self._intent_plan(question, ms)
         if plan.status != 'no_plan' or c is None: return plan
-        return self._composed(question, ms, c) if c.steps else replace(plan, reason=c.reason or plan.reason)
+        return (self._composed(question, ms, c) if c.steps
+                else replace(plan, reason=c.reason or plan.reason))
 
     def _composed(self, question: str, ms: list, c) -> Plan:
-        "A composed plan as a `Plan`: its first slots' mentions (a second person is bound once), its steps, a type read from them."
-        ops, main, qt = [dict(s) for s in c.steps], [m for k, m in c.slots.items() if slot_type(k) == k], plan_query_type(c.steps)
-        plan = Plan(question, masked(question, ms), qt, 'composed', {}, main, HOP_BUDGET[qt], ops, answer_type=c.asked, template=c.template, gives=c.answer,
-                    fixed={k: m.candidates[0] for k, m in c.slots.items() if slot_type(k) != k and m.candidates})
+        """A composed plan as a `Plan`: its first slots' mentions (a second person is bound
+        once), its steps, a type read from them."""
+        ops, main, qt = ([dict(s) for s in c.steps],
+                         [m for k, m in c.slots.items() if slot_type(k) == k],
+                         plan_query_type(c.steps))
+        plan = Plan(question, masked(question, ms), qt, 'composed', {}, main, HOP_BUDGET[qt], ops,
+                    answer_type=c.asked, template=c.template, gives=c.answer,
+                    fixed={k: m.candidates[0] for k, m in c.slots.items() if slot_type(k) != k
+                           and m.candidates})
         return self._linked(plan, list(c.slots.values()))
 
     def _linked(self, plan: Plan, used: list) -> Plan:
-        "The plan, or its refusal when a mention it uses links to no node (not_found) or to several (ambiguous)."
+        """The plan, or its refusal when a mention it uses links to no node (not_found) or to
+        several (ambiguous)."""
         if missing := [m for m in used if not m.candidates]:
-            plan.status, plan.reason = 'not_found', '; '.join(f'no {m.kind.lower()} named "{m.text}" in the graph' for m in missing)
-        elif amb := [m for m in used if m.kind != 'Year' and m.match in ('exact', 'compatible', 'inline') and len(m.candidates) > 1]:
-            plan.status, plan.reason = 'ambiguous', '; '.join(f'"{m.text}" fits {len(m.candidates)} {m.kind.lower()}s' for m in amb)
+            plan.status, plan.reason = ('not_found',
+                                        '; '
+                                        .join(f'no {m.kind.lower()} named "{m.text}" in the graph'
+                                              for m in missing))
+        elif amb := [m for m in used if m.kind != 'Year'
+                     and m.match in ('exact', 'compatible', 'inline') and len(m.candidates) > 1]:
+            plan.status, plan.reason = ('ambiguous',
+                                        '; '
+                                        .join(f'"{m.text}" fits {len(m.candidates)} '
+                                              f'{m.kind.lower()}s' for m in amb))
         return plan
 
     def _intent_plan(self, question: str, ms: list) -> Plan:
-        "The nearest intent that fits the mentions, the answer type and every constraint, as a `Plan` (or why none does)."
+        """The nearest intent that fits the mentions, the answer type and every constraint, as a
+        `Plan` (or why none does)."""
         mq = masked(question, ms)
         intent, probs, best = self.classify(mq, tuple(sorted({m.kind for m in ms})))
         if intent is None:
             slots = tuple(sorted({m.kind for m in ms}))
-            why = ('the planner chose none of the question types that fit ' + ' and '.join(k.lower() for k in slots)) if ms and self.fits(slots) \
-                  else 'no question type takes ' + (' and '.join(k.lower() for k in slots) if ms else 'a question that names no paper, author, venue or year')
+            why = ('the planner chose none of the question types that fit '
+                   + ' and '.join(k.lower() for k in slots)) if ms and self.fits(slots) \
+                  else 'no question type takes ' + (' and '.join(k.lower() for k in slots) if ms
+                                                    else 'a question that names no paper, author, '
+                                                         'venue or year')
             return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why)
         asked = expected_answer(mq)
-        fit = [n for n in self.fits(tuple(sorted({m.kind for m in ms}))) if answers_fit(self.intents[n].answers, asked)]   # the answer type
+        # the answer type
+        fit = [n for n in self.fits(tuple(sorted({m.kind for m in ms})))
+               if answers_fit(self.intents[n].answers, asked)]
         if not fit:
-            said = {'count:paper': 'a number of papers', 'count:citation': 'a number of citations', 'count:person': 'a number of people',
-                    'count:venue': 'a number of venues', 'count:*': 'a number'}.get(asked, f'a {asked}')
-            why = f'the question asks for {said}, and no question type over its ' + ' and '.join(sorted({m.kind.lower() for m in ms})) + ' gives that'
+            said = {'count:paper': 'a number of papers', 'count:citation': 'a number of citations',
+                    'count:person': 'a number of people',
+                    'count:venue': 'a number of venues',
+                    'count:*': 'a number'}.get(asked, f'a {asked}')
+            why = (f'the question asks for {said}, and no question type over its '
+                   + ' and '.join(sorted({m.kind.lower() for m in ms})) + ' gives that')
             return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', why, asked)
-        told = constraints(mq)                                               # and every constraint the question states (08c)
+        told = constraints(mq)  # and every constraint the question states (08c)
         if not (whole := [n for n in fit if set(told) <= self.accounts[n]]):
             near = intent if intent in fit else max(fit, key=lambda n: (best.get(n, -1.0), n))
-            return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan', unaccounted(told, self.accounts[near]), asked)
+            return Plan(question, mq, None, None, probs, ms, 0, [], 'no_plan',
+                        unaccounted(told, self.accounts[near]), asked)
         if intent not in whole: intent = max(whole, key=lambda n: (best.get(n, -1.0), n))
         it = self.intents[intent]
-        used = [next(m for m in ms if m.kind == k) for k in it.slots]          # one mention per slot: the first
-        plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type], [dict(o) for o in it.ops], answer_type=asked, gives=it.answers)
+        # one mention per slot: the first
+        used = [next(m for m in ms if m.kind == k) for k in it.slots]
+        plan = Plan(question, mq, it.type, intent, probs, used, HOP_BUDGET[it.type],
+                    [dict(o) for o in it.ops], answer_type=asked, gives=it.answers)
         return self._linked(plan, used)
 
     def fits(self, slots: tuple) -> list:
-        "The intents whose slots the question's mentions fill: exactly, else as a subset with no kind twice."
+        """The intents whose slots the question's mentions fill: exactly, else as a subset with
+        no kind twice."""
         return [n for n in self.intents if self.intents[n].slots == slots] or \
-               [n for n in self.intents if set(self.intents[n].slots) <= set(slots) and len(set(self.intents[n].slots)) == len(self.intents[n].slots)]
+               [n for n in self.intents if set(self.intents[n].slots) <= set(slots)
+                and len(set(self.intents[n].slots)) == len(self.intents[n].slots)]
 
-PLAN_PROMPT = ('A question about a scholarly graph of papers, authors and venues is shown with its names replaced by '
-               '[PAPER], [AUTHOR], [VENUE] and [YEAR]. Choose the kind of question it is.\n\nKinds:\n{menu}\n\n'
+PLAN_PROMPT = ('A question about a scholarly graph of papers, authors and venues is shown with its '
+               'names replaced by '
+               '[PAPER], [AUTHOR], [VENUE] and [YEAR]. Choose the kind of question it '
+               'is.\n\nKinds:\n{menu}\n\n'
                'Question: {question}')
 
 class LLMPlanner(Planner):
-    "The planning agent with an LLM (03, schema-constrained JSON) choosing the intent; mentions and linking stay as above."
-    def __init__(self, backend, encoder=None, intents: dict | None = None, temperature: float = 0.05, compose: str = 'fallback'):
-        super().__init__(encoder, intents, temperature, compose)      # the LLM chooses among intents; a composed plan where none fits
+    """The planning agent with an LLM (03, schema-constrained JSON) choosing the intent; mentions
+    and linking stay as above."""
+    def __init__(self, backend, encoder=None, intents: dict | None = None,
+                 temperature: float = 0.05, compose: str = 'fallback'):
+        # the LLM chooses among intents; a composed plan where none fits
+        super().__init__(encoder, intents, temperature, compose)
         self.backend = backend
 
     def classify(self, masked_question: str, slots: tuple) -> tuple:
-        "(intent the LLM chose among those the slots allow, or None; p(type | q) of that choice; the prototype scores)."
+        """(intent the LLM chose among those the slots allow, or None; p(type | q) of that
+        choice; the prototype scores)."""
         from scholarqa.generate.backends import GenParams, JSONOutputError
         _, _, best = super().classify(masked_question, slots)
         fits = self.fits(slots)
         if not fits: return None, {t: 0.0 for t in QUERY_TYPES}, best
         menu = '\n'.join(f'- {n}: e.g. "{self.intents[n].prototypes[0]}"' for n in fits)
-        schema = {'type': 'object', 'properties': {'intent': {'enum': fits}}, 'required': ['intent']}
-        try: obj, _ = self.backend.json(PLAN_PROMPT.format(menu=menu, question=masked_question), schema, GenParams(max_tokens=32))
+        schema = {'type': 'object', 'properties': {'intent': {'enum': fits}},
+                  'required': ['intent']}
+        try: obj, _ = self.backend.json(PLAN_PROMPT.format(menu=menu, question=masked_question),
+                                        schema, GenParams(max_tokens=32))
         except JSONOutputError: return None, {t: 0.0 for t in QUERY_TYPES}, best
         intent = obj['intent']
         return intent, {t: float(t == self.intents[intent].type) for t in QUERY_TYPES}, best
@@ -410,14 +560,16 @@ class LLMPlanner(Planner):
 # %% ../../nbs/08_agentic.ipynb #57a4fe2d
 @dataclass
 class Result:
-    "What a plan found: answer values (as the graph spells them), the nodes it reached, and the facts it read."
+    """What a plan found: answer values (as the graph spells them), the nodes it reached, and the
+    facts it read."""
     values: list
     kind: str                     # 'labels' | 'number' | 'attribute'
     nodes: list                   # [(type, id)] reached, start node first
     evidence: list                # [[subject, relation, object]] in the order read
 
 def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
-    "Run typed graph operations from the start nodes (`start`: {slot kind: node id, or the year}); a composed plan (08e) by 08d's `run_plan`."
+    """Run typed graph operations from the start nodes (`start`: {slot kind: node id, or the
+    year}); a composed plan (08e) by 08d's `run_plan`."""
     if ops and ops[0]['op'] == 'lookup': return Result(*run_steps(graph, ops, start))
     first = next(k for k in start if k != 'Year')
     frontier, nodes, evidence, seen = [(first, start[first])], [(first, start[first])], [], set()
@@ -429,10 +581,12 @@ def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
         if op == 'traverse':
             nxt = []
             for t, i in frontier:
-                for j, a in sorted(graph.neighbours(t, i, o['rel'], o['to']), key=lambda x: x[1].get('position') or 0):
+                for j, a in sorted(graph.neighbours(t, i, o['rel'], o['to']),
+                                   key=lambda x: x[1].get('position') or 0):
                     if 'position' in o and a.get('position') != o['position']: continue
                     nxt.append((o['to'], j))
-                    subj, obj = ((o['to'], j), (t, i)) if o['rel'] == 'writes' and o['to'] == 'Author' else ((t, i), (o['to'], j))
+                    subj, obj = (((o['to'], j), (t, i)) if o['rel'] == 'writes'
+                                 and o['to'] == 'Author' else ((t, i), (o['to'], j)))
                     read(graph.label(*subj), o['rel'], graph.label(*obj))
             frontier = nxt
         elif op == 'filter':
@@ -441,13 +595,18 @@ def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
                 frontier = [(t, i) for t, i in frontier if graph.nodes[t][i].get(o['attr']) == want]
                 for t, i in frontier: read(graph.label(t, i), o['attr'], want)
             else:
-                frontier = [(t, i) for t, i in frontier if any(j == want for j, _ in graph.neighbours(t, i, o['rel'], o['slot']))]
-                for t, i in frontier: read(graph.label(t, i), o['rel'], graph.label(o['slot'], want))
+                frontier = [(t, i) for t, i in frontier
+                            if any(j == want
+                                   for j, _ in graph.neighbours(t, i, o['rel'], o['slot']))]
+                for t, i in frontier:
+                    read(graph.label(t, i), o['rel'], graph.label(o['slot'], want))
         elif op == 'exclude':
-            frontier = [(t, i) for t, i in frontier if not (t == o['slot'] and i == start[o['slot']])]
+            frontier = [(t, i) for t, i in frontier
+                        if not (t == o['slot'] and i == start[o['slot']])]
         elif op == 'attr':
             t, i = frontier[0]
-            v = node_value(graph.nodes[t][i], o['name'])     # the plan language's reading of a node (08d_plans): source ids, DOIs, …
+            # the plan language's reading of a node (08d_plans): source ids, DOIs, …
+            v = node_value(graph.nodes[t][i], o['name'])
             if v is not None: read(graph.label(t, i), o['name'], v)
             return Result([] if v is None else [str(v)], 'attribute', nodes, evidence)
         elif op == 'count':
@@ -456,21 +615,26 @@ def execute(graph: AcademicGraph, ops: list, start: dict) -> Result:
         elif op in ('min', 'max'):
             uniq = list(dict.fromkeys(frontier)); reached(uniq)
             vals = [v for v in (graph.nodes[t][i].get(o['attr']) for t, i in uniq) if v is not None]
-            return Result([str((min if op == 'min' else max)(vals))] if vals else [], 'attribute', nodes, evidence)
+            return Result([str((min if op == 'min' else max)(vals))] if vals else [], 'attribute',
+                          nodes, evidence)
         elif op == 'argmax':
             c = Counter(frontier); reached(list(c))
             top = max(c.values(), default=0)
-            return Result(sorted(graph.label(t, i) for (t, i), n in c.items() if n == top), 'labels', nodes, evidence)
+            return Result(sorted(graph.label(t, i) for (t, i), n in c.items() if n == top),
+                          'labels', nodes, evidence)
         else: raise ValueError(f'unknown operation {op!r}')
         reached(dict.fromkeys(frontier))
     uniq = list(dict.fromkeys(frontier))
-    if uniq and uniq[0][0] == 'Paper': uniq.sort(key=lambda x: (graph.nodes['Paper'][x[1]].get('year') or 0, graph.label(*x)))
+    if (uniq
+        and uniq[0][0] == 'Paper'): uniq.sort(key=lambda x: (graph.nodes['Paper'][x[1]].get('year')
+                                                             or 0, graph.label(*x)))
     elif uniq and uniq[0][0] == 'Venue': uniq.sort(key=lambda x: graph.label(*x))
     return Result(list(dict.fromkeys(graph.label(*x) for x in uniq)), 'labels', nodes, evidence)
 
 # %% ../../nbs/08_agentic.ipynb #81666079
 def match_score(mention_text: str, label: str) -> float:
-    "How well a node's label matches what the question wrote: 1 for the same folded text, else difflib's ratio of the two."
+    """How well a node's label matches what the question wrote: 1 for the same folded text, else
+    difflib's ratio of the two."""
     import difflib
     a, b = fold(mention_text), fold(label)
     return 1.0 if a == b else difflib.SequenceMatcher(None, a, b).ratio()
@@ -482,16 +646,21 @@ def coverage(graph: AcademicGraph, mentions, start: dict, result: Result) -> flo
     reached, stated = set(result.nodes), {str(e[2]) for e in result.evidence}
     def covered(m) -> float:
         if m.kind == 'Year':
-            return float(str(start['Year']) in stated or any(t == 'Paper' and graph.nodes['Paper'][i].get('year') == start['Year'] for t, i in reached))
+            return float(str(start['Year']) in stated
+                         or any(t == 'Paper' and graph.nodes['Paper'][i]
+                                .get('year') == start['Year'] for t, i in reached))
         label = graph.label(m.kind, start[m.kind])
-        return match_score(m.text, label) if (m.kind, start[m.kind]) in reached or label in stated else 0.0
+        return (match_score(m.text, label) if (m.kind, start[m.kind]) in reached or label in stated
+                else 0.0)
     return sum(covered(m) for m in mentions) / len(mentions)
 
 def relevance(encoder, question: str, texts: list, max_texts: int = 16) -> float:
-    "Rel: mean cosine (clipped at 0) between the question and the first `max_texts` node descriptions of the subgraph."
+    """Rel: mean cosine (clipped at 0) between the question and the first `max_texts` node
+    descriptions of the subgraph."""
     texts = list(texts)[:max_texts]
     if not texts: return 0.0
-    v = np.asarray(encoder.encode(texts))                         # (n, dim), unit length; node descriptions recur, so cached
+    # (n, dim), unit length; node descriptions recur, so cached
+    v = np.asarray(encoder.encode(texts))
     return float(np.clip(v @ encode_query(encoder, question), 0, 1).mean())
 
 def sufficiency(cov: float, rel: float, alpha: float) -> float:
@@ -506,18 +675,28 @@ def answer_claims(graph: AcademicGraph, answer: str, result: Result) -> tuple[li
     names and quoted titles left over, which the graph does not hold as nodes here; then the non-entity values it repeats
     (identifiers) and every number outside the labels (years, counts)."""
     is_node = lambda l: any(graph.by_label.get((t, fold(l))) for t in ('Paper', 'Author', 'Venue'))
-    labels = {graph.label(t, i) for t, i in result.nodes} | {str(x) for e in result.evidence for x in (e[0], e[2])} | set(result.values)
-    found = sorted((l for l in labels if (len(l) > 2 or l in result.values) and not l.isdigit() and l.casefold() in answer.casefold()), key=len, reverse=True)
+    labels = (
+        {graph.label(t, i) for t, i in result.nodes}
+        | {str(x) for e in result.evidence for x in (e[0], e[2])}
+        | set(result.values)
+    )
+    found = sorted((l for l in labels if (len(l) > 2 or l in result.values) and not l.isdigit()
+                    and l.casefold() in answer.casefold()), key=len, reverse=True)
     rest = answer
     for l in found: rest = re.sub(re.escape(l), lambda m: ' ' * len(m.group()), rest, flags=re.I)
-    unknown = [m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()] + [m.text.rstrip('.,;:!?') for m in find_unknown_names(blank(rest, [m.span() for m in re.finditer(r'"[^"]*"', rest)]))]
+    unknown = ([m.group(1) for m in re.finditer(r'"([^"]{3,})"', rest) if m.group(1).strip()]
+               + [m.text.rstrip('.,;:!?')
+                  for m in find_unknown_names(blank(rest,
+                                                    [m.span()
+                                                     for m in re.finditer(r'"[^"]*"', rest)]))])
     entities = [l for l in found if is_node(l)]
     return entities, unknown, [l for l in found if not is_node(l)] + _NUMBER.findall(rest)
 
 def verify(graph: AcademicGraph, answer: str, result: Result,
            given=(),                               # labels the question itself named: not claims
-           betas=(1 / 3, 1 / 3, 1 / 3)) -> dict:   # weights of EntAlign, RelAlign, AttrMatch
-    "EntAlign, RelAlign, AttrMatch and their weighted score for an answer text against the retrieved subgraph."
+           betas=(1 / 3, 1 / 3, 1 / 3)) -> dict:  # weights of EntAlign, RelAlign, AttrMatch
+    """EntAlign, RelAlign, AttrMatch and their weighted score for an answer text against the
+    retrieved subgraph."""
     entities, unknown, attrs = answer_claims(graph, answer, result)
     entities = [l for l in entities if l not in given]
     stated = {str(x) for e in result.evidence for x in (e[0], e[2])} | set(result.values)
@@ -528,68 +707,90 @@ def verify(graph: AcademicGraph, answer: str, result: Result,
     if attrs: parts['AttrMatch'] = sum(a in stated for a in attrs) / len(attrs)
     w = dict(zip(('EntAlign', 'RelAlign', 'AttrMatch'), betas))
     score = sum(w[k] * v for k, v in parts.items()) / sum(w[k] for k in parts) if parts else 0.0
-    return {'EntAlign': parts.get('EntAlign'), 'RelAlign': parts.get('RelAlign'), 'AttrMatch': parts.get('AttrMatch'),
+    return {'EntAlign': parts.get('EntAlign'), 'RelAlign': parts.get('RelAlign'),
+            'AttrMatch': parts.get('AttrMatch'),
             'score': round(score, 4), 'claims': entities + unknown + attrs,
-            'unsupported': [l for l in entities if l not in stated] + unknown + [a for a in attrs if a not in stated]}
+            'unsupported': [l for l in entities if l not in stated] + unknown
+            + [a for a in attrs if a not in stated]}
 
 # %% ../../nbs/08_agentic.ipynb #2b65024d
 def join_values(values: list, limit: int = 25) -> str:
-    "'A', 'A and B', 'A, B and C'; past `limit` items, the first ones 'and others' (the values keep them all)."
+    """'A', 'A and B', 'A, B and C'; past `limit` items, the first ones 'and others' (the values
+    keep them all)."""
     vs = [str(v) for v in values]
     if len(vs) > limit: vs = vs[:limit] + ['others']
     return '' if not vs else vs[0] if len(vs) == 1 else ', '.join(vs[:-1]) + ' and ' + vs[-1]
 
 def phrase(intent: Intent, slots: dict, values: list) -> str:
     "The answer by the intent's template (a title in quotes); an empty answer says so."
-    if not values: return f'Nothing in the graph answers this: the plan ({intent.name}) found no values.'
-    return intent.template.format(values=join_values(values), **{k.upper(): (f'"{v}"' if k == 'Paper' else str(v)) for k, v in slots.items()})
+    if not values:
+        return f'Nothing in the graph answers this: the plan ({intent.name}) found no values.'
+    return intent.template.format(values=join_values(values),
+                                  **{k.upper(): (f'"{v}"' if k == 'Paper' else str(v))
+                                     for k, v in slots.items()})
 
-_NO_CHECK = {'EntAlign': None, 'RelAlign': None, 'AttrMatch': None, 'score': None, 'regenerations': 0}
+_NO_CHECK = {'EntAlign': None, 'RelAlign': None, 'AttrMatch': None, 'score': None,
+             'regenerations': 0}
 
 def fact_evidence(facts) -> list[EvidenceItem]:
-    "Graph facts `[subject, relation, object]` as citable evidence (03a `EvidenceItem`), in the order read: `Fact-0`, `Fact-1`, …"
-    return [EvidenceItem(f'Fact-{n}', f'{s} | {r} | {o}', 'fact', source={'subject': s, 'relation': r, 'object': o})
+    """Graph facts `[subject, relation, object]` as citable evidence (03a `EvidenceItem`), in the
+    order read: `Fact-0`, `Fact-1`, …"""
+    return [EvidenceItem(f'Fact-{n}', f'{s} | {r} | {o}', 'fact',
+                         source={'subject': s, 'relation': r, 'object': o})
             for n, (s, r, o) in enumerate(facts)]
 
-def plan_record(query_type: str | None = None, intent: str | None = None, steps=(), start_nodes=(), expansions: int = 0,
-                verification: dict | None = None, candidates=(), sufficiency: dict | None = None, type_probs: dict | None = None) -> dict:
-    "What the agent decided, as an `Answer`'s `plan`: type and intent, the plan's lines, start nodes, expansions, checks, candidates."
-    return {'query_type': query_type, 'intent': intent, 'steps': list(steps), 'start_nodes': list(start_nodes),
-            'expansions': expansions, 'verification': dict(verification or _NO_CHECK), 'candidates': list(candidates),
+def plan_record(query_type: str | None = None, intent: str | None = None, steps=(), start_nodes=(),
+                expansions: int = 0,
+                verification: dict | None = None, candidates=(), sufficiency: dict | None = None,
+                type_probs: dict | None = None) -> dict:
+    """What the agent decided, as an `Answer`'s `plan`: type and intent, the plan's lines, start
+    nodes, expansions, checks, candidates."""
+    return {'query_type': query_type, 'intent': intent, 'steps': list(steps),
+            'start_nodes': list(start_nodes),
+            'expansions': expansions, 'verification': dict(verification or _NO_CHECK),
+            'candidates': list(candidates),
             'sufficiency': dict(sufficiency or {}), 'type_probs': dict(type_probs or {})}
 
 def closest_labels(graph: AcademicGraph, mention: Mention, k: int = 5) -> list[str]:
-    "Labels nearest to a mention that matched nothing: offered to the reader, never used as the answer."
+    """Labels nearest to a mention that matched nothing: offered to the reader, never used as the
+    answer."""
     import difflib
-    if mention.kind == 'Paper': return [graph.label('Paper', p) for p, _ in similar_titles(graph, mention.text, k, min_ratio=0.3)]
+    if mention.kind == 'Paper':
+        return [graph.label('Paper', p)
+                for p, _ in similar_titles(graph, mention.text, k, min_ratio=0.3)]
     toks = name_tokens(mention.text) if mention.kind == 'Author' else []
     pool = [graph.label('Author', a) for a in graph.by_surname.get(toks[-1], [])] if toks else []
     pool = pool or [graph.label(mention.kind, i) for i in graph.nodes.get(mention.kind, {})]
     return difflib.get_close_matches(mention.text, sorted(set(pool)), n=k, cutoff=0.3)
 
-PHRASE_PROMPT = ('Answer the question in one or two sentences, using only the facts below from a scholarly graph. Write every '
-                 'answer value exactly as it is given, and add no other names, titles or numbers.\n\nFacts:\n{facts}\n\n'
+PHRASE_PROMPT = ('Answer the question in one or two sentences, using only the facts below from a '
+                 'scholarly graph. Write every '
+                 'answer value exactly as it is given, and add no other names, titles or '
+                 'numbers.\n\nFacts:\n{facts}\n\n'
                  'Answer values: {values}\n\nQuestion: {question}')
 RETRY_NOTE = '\n\nA previous answer was rejected: the facts do not support {claims}. Write the answer again from the facts only.'
 
 def llm_phrase(backend, question: str, values: list, evidence: list,
-               rejected=(),                    # claims of a rejected attempt, named in the prompt of the next one
+               rejected=(),  # claims of a rejected attempt, named in the prompt of the next one
                max_facts: int = 12, max_tokens: int = 96) -> str:
     "An answer sentence written by an LLM backend (03) from the executed values and the facts read."
     from scholarqa.generate.backends import GenParams
     facts = '\n'.join(f'- {s} | {r} | {o}' for s, r, o in evidence[:max_facts]) or '- (none)'
-    prompt = PHRASE_PROMPT.format(facts=facts, values=join_values(values) or 'none', question=question)
+    prompt = PHRASE_PROMPT.format(facts=facts, values=join_values(values) or 'none',
+                                  question=question)
     if rejected: prompt += RETRY_NOTE.format(claims=', '.join(f'"{c}"' for c in rejected))
     return backend.chat(prompt, GenParams(max_tokens=max_tokens)).text.strip()
 
 def _secs(t0: float) -> float: return round(time.perf_counter() - t0, 4)
 
 def is_llm(backend) -> bool:
-    "Whether an answer step's backend is an LLM that can write the sentence (not None, not the extractive backend)."
+    """Whether an answer step's backend is an LLM that can write the sentence (not None, not the
+    extractive backend)."""
     return backend is not None and getattr(backend, 'name', None) != 'extractive'
 
 class AgenticGraphRAG:
-    "Seed 004: a planning agent, a sufficiency-aware retrieval loop and a graph-grounded verifier over an Author/Paper/Venue graph."
+    """Seed 004: a planning agent, a sufficiency-aware retrieval loop and a graph-grounded
+    verifier over an Author/Paper/Venue graph."""
     name = 'agentic'
     def __init__(self, graph: AcademicGraph, encoder=None,
                  alpha: float = 0.5,              # S = α·Cov + (1 − α)·Rel
@@ -603,14 +804,20 @@ class AgenticGraphRAG:
                  max_regenerations: int = 2):
         self.graph, self.planner = graph, planner or Planner(encoder)
         self.encoder = self.planner.encoder
-        self.alpha, self.tau, self.betas, self.gamma, self.max_expansions = alpha, tau, tuple(betas), gamma, max_expansions
-        self.planning, self.use_sufficiency, self.use_verification = planning, use_sufficiency, use_verification
-        self.writer, self.max_regenerations = writer, max_regenerations   # nothing of a question is kept on the agent
+        self.alpha, self.tau, self.betas, self.gamma, self.max_expansions = (alpha, tau,
+                                                                             tuple(betas), gamma,
+                                                                             max_expansions)
+        self.planning, self.use_sufficiency, self.use_verification = (planning, use_sufficiency,
+                                                                      use_verification)
+        # nothing of a question is kept on the agent
+        self.writer, self.max_regenerations = writer, max_regenerations
 
-    def __repr__(self): return f'AgenticGraphRAG(alpha={self.alpha}, tau={self.tau}, gamma={self.gamma}, {self.graph!r})'
+    def __repr__(self):
+        return f'AgenticGraphRAG(alpha={self.alpha}, tau={self.tau}, gamma={self.gamma}, {self.graph!r})'
 
     def _starts(self, mentions):
-        "Start-node choices in the order the sufficiency agent tries them: first candidates, then the least certain mention's next."
+        """Start-node choices in the order the sufficiency agent tries them: first candidates,
+        then the least certain mention's next."""
         first = {m.kind: m.candidates[0] for m in mentions}
         yield first
         for m in sorted(mentions, key=lambda m: m.score):
@@ -629,54 +836,76 @@ class AgenticGraphRAG:
         for start in ({**plan.fixed, **s} for s in self._starts(plan.mentions)):
             res = execute(g, plan.ops, start)
             cov = coverage(g, plan.mentions, start, res)
-            rel = relevance(self.encoder, question, [g.describe(t, i) for t, i in res.nodes]) if self.use_sufficiency else None
+            rel = (relevance(self.encoder, question, [g.describe(t, i) for t, i in res.nodes])
+                   if self.use_sufficiency else None)
             s = sufficiency(cov, rel, self.alpha) if self.use_sufficiency else None
             if best is None or (s is not None and s > best[3]): best = (start, res, cov, s, rel)
             tried += 1
             if s is None or s >= self.tau or tried > self.max_expansions: break
         found.update(zip(('start', 'result', 'cov', 's', 'rel'), best), expansions=tried - 1)
-        found['timings']['traverse_s'] = _secs(t0)               # execution and sufficiency, every expansion included
+        # execution and sufficiency, every expansion included
+        found['timings']['traverse_s'] = _secs(t0)
         return found
 
     def respond(self, found: dict, writer=None,
-                kept: int | None = None) -> Answer:   # facts of the result still in the evidence (None: all)
-        "Answer what `gather` found: the template (or `writer`'s sentence, verified and regenerated), the facts as evidence."
+                kept: int | None = None) -> Answer:  # facts of the result still in the evidence (None: all)
+        """Answer what `gather` found: the template (or `writer`'s sentence, verified and
+        regenerated), the facts as evidence."""
         plan, question = found['plan'], found['question']
         if 'done' in found:
             done = found['done']
-            return replace(done, timings={**found['timings'], **done.timings}, plan=copy.deepcopy(done.plan),
+            return replace(done, timings={**found['timings'], **done.timings},
+                           plan=copy.deepcopy(done.plan),
                            evidence=done.evidence[:kept])
         g, start, res, t0 = self.graph, found['start'], found['result'], time.perf_counter()
         read = len(res.evidence)
         if kept is not None and kept < read: res = within_facts(res, kept)
-        intent = self.planner.intents.get(plan.intent) or Intent(plan.intent, plan.query_type, (), tuple(plan.ops), plan.template, (), answers=plan.gives)
+        intent = (self.planner.intents.get(plan.intent)
+                  or Intent(plan.intent, plan.query_type, (), tuple(plan.ops), plan.template, (),
+                            answers=plan.gives))
         slots = {k: (v if k == 'Year' else g.label(slot_type(k), v)) for k, v in start.items()}
-        text, ver, status = phrase(intent, slots, res.values), dict(_NO_CHECK), 'ok' if res.values else 'not_found'
+        text, ver, status = (phrase(intent, slots, res.values), dict(_NO_CHECK),
+                             'ok' if res.values else 'not_found')
         given = tuple(str(v) for v in slots.values())
         wrote = writer is not None and bool(res.values)
         if wrote: text, ver = self._write(question, text, res, given, writer)
-        elif self.use_verification: ver = {**verify(g, text, res, given, self.betas), 'regenerations': 0}
+        elif self.use_verification:
+            ver = {**verify(g, text, res, given, self.betas), 'regenerations': 0}
         reason = '' if res.values else f'the plan ({intent.name}) found no values in the graph'
         if self.use_verification and res.values and ver['score'] < self.gamma:
-            status, reason = 'uncertain', f'the answer scored {ver["score"]} in verification, below gamma = {self.gamma}'
-        ver['answer_type'] = {'asked': plan.answer_type, 'given': intent.answers, 'fits': answers_fit(intent.answers, plan.answer_type)}
-        if not ver['answer_type']['fits']:                 # a result of another type than asked is never an answer
-            status, reason = 'no_plan', f'the plan gives {intent.answers}, and the question asks for {plan.answer_type}'
+            status, reason = ('uncertain',
+                              f'the answer scored {ver["score"]} in verification, below gamma = '
+                              f'{self.gamma}')
+        ver['answer_type'] = {'asked': plan.answer_type, 'given': intent.answers,
+                              'fits': answers_fit(intent.answers, plan.answer_type)}
+        if not ver['answer_type']['fits']:  # a result of another type than asked is never an answer
+            status, reason = ('no_plan',
+                              f'the plan gives {intent.answers}, and the question asks for '
+                              f'{plan.answer_type}')
             text, res = f'Cannot answer: {reason}.', replace(res, values=[])
-        elif len(res.evidence) < read:                     # a budget cut the facts: what is left may not be the answer
-            status, reason = 'uncertain', f'the context budget kept {len(res.evidence)} of the {read} facts the plan read'
+        elif len(res.evidence) < read:  # a budget cut the facts: what is left may not be the answer
+            status, reason = ('uncertain',
+                              f'the context budget kept {len(res.evidence)} of the {read} facts '
+                              'the plan read')
             text = text if res.values else f'Cannot say within the context budget: {reason}.'
         cov, s, rel = found['cov'], found['s'], found['rel']
         record = plan_record(plan.query_type, plan.intent, plan.steps(),
-                             [{'type': slot_type(k), 'id': v, 'label': slots[k]} for k, v in start.items() if k != 'Year'], found['expansions'], ver, [],
-                             {'Cov': round(cov, 4), 'Rel': None if rel is None else round(rel, 4), 'S': None if s is None else round(s, 4)},
+                             [{'type': slot_type(k), 'id': v, 'label': slots[k]} for k, v in start
+                              .items() if k != 'Year'], found['expansions'], ver, [],
+                             {'Cov': round(cov, 4), 'Rel': None if rel is None else round(rel, 4),
+                              'S': None if s is None else round(s, 4)},
                              plan.type_probs)
-        return Answer(text, backend=writer.name if wrote else 'template', model=getattr(writer, 'model_id', '') if wrote else '',
-                      status=status, status_reason=reason, evidence=fact_evidence(res.evidence), values=list(res.values), plan=record,
-                      timings={**found['timings'], 'verify_s': _secs(t0)}, question=question, method=self.name)
+        return Answer(text, backend=writer.name if wrote else 'template',
+                      model=getattr(writer, 'model_id', '') if wrote else '',
+                      status=status, status_reason=reason, evidence=fact_evidence(res.evidence),
+                      values=list(res.values), plan=record,
+                      timings={**found['timings'], 'verify_s': _secs(t0)}, question=question,
+                      method=self.name)
 
-    def _write(self, question: str, template: str, res: Result, given: tuple, writer) -> tuple[str, dict]:
-        "The writer's answer and its verification: regenerated while below γ, the template answer after the last failure."
+    def _write(self, question: str, template: str, res: Result, given: tuple,
+               writer) -> tuple[str, dict]:
+        """The writer's answer and its verification: regenerated while below γ, the template
+        answer after the last failure."""
         rejected = []
         for n in range(self.max_regenerations + 1):
             text = llm_phrase(writer, question, res.values, res.evidence, rejected)
@@ -684,40 +913,57 @@ class AgenticGraphRAG:
             ver = verify(self.graph, text, res, given, self.betas)
             if ver['score'] >= self.gamma: return text, {**ver, 'regenerations': n, 'writer': 'llm'}
             rejected = ver['unsupported'] or ['an answer that names none of the values']
-        return template, {**verify(self.graph, template, res, given, self.betas), 'regenerations': self.max_regenerations,
-                          'writer': 'template (the LLM answer failed verification)', 'rejected_answer': text}
+        return template, {**verify(self.graph, template, res, given, self.betas),
+                          'regenerations': self.max_regenerations,
+                          'writer': 'template (the LLM answer failed verification)',
+                          'rejected_answer': text}
 
     def _refusal(self, plan: Plan) -> Answer:
-        "The answer to a plan that cannot go ahead: what is missing or ambiguous, with the candidates."
+        """The answer to a plan that cannot go ahead: what is missing or ambiguous, with the
+        candidates."""
         g, cands = self.graph, []
         for m in plan.mentions:
-            if plan.status == 'ambiguous' and len(m.candidates) > 1: cands += [g.describe(m.kind, c) for c in m.candidates[:10]]
+            if plan.status == 'ambiguous' and len(m.candidates) > 1:
+                cands += [g.describe(m.kind, c) for c in m.candidates[:10]]
             if plan.status == 'not_found' and not m.candidates: cands += closest_labels(g, m)
-        msg = {'not_found': 'Not found: ', 'ambiguous': 'Ambiguous: ', 'no_plan': 'Cannot answer: '}[plan.status] + plan.reason + '.'
-        if cands: msg += (' Did you mean: ' if plan.status == 'not_found' else ' Candidates: ') + '; '.join(cands)
-        return Answer(msg, backend='template', status=plan.status, status_reason=plan.reason, question=plan.question, method=self.name,
-                      plan=plan_record(plan.query_type, plan.intent, plan.steps(), candidates=cands, type_probs=plan.type_probs))
+        msg = ({'not_found': 'Not found: ', 'ambiguous': 'Ambiguous: ',
+                'no_plan': 'Cannot answer: '}[plan.status] + plan.reason + '.')
+        if cands:
+            msg += ((' Did you mean: ' if plan.status == 'not_found' else ' Candidates: ')
+                    + '; '.join(cands))
+        return Answer(msg, backend='template', status=plan.status, status_reason=plan.reason,
+                      question=plan.question, method=self.name,
+                      plan=plan_record(plan.query_type, plan.intent, plan.steps(), candidates=cands,
+                                       type_probs=plan.type_probs))
 
     def _one_hop(self, plan: Plan) -> Answer:
         "Without the planner: every fact one hop around the first linked node is the answer."
         g = self.graph
         m = next((m for m in plan.mentions if m.kind != 'Year' and m.candidates), None)
-        if m is None: return Answer('Not found.', backend='template', status='not_found', status_reason='the question names no node of the graph',
+        if m is None: return Answer('Not found.', backend='template', status='not_found',
+                                    status_reason='the question names no node of the graph',
                                     question=plan.question, method=self.name, plan=plan_record())
         t, i = m.kind, m.candidates[0]
         values, facts = [], []
-        for rel, to in (('writes', 'Paper'), ('writes', 'Author'), ('published_in', 'Venue'), ('published_in', 'Paper')):
+        for rel, to in (('writes', 'Paper'), ('writes', 'Author'), ('published_in', 'Venue'),
+                        ('published_in', 'Paper')):
             for j, _ in g.neighbours(t, i, rel, to):
                 values.append(g.label(to, j)); facts.append([g.label(t, i), rel, g.label(to, j)])
         for k in ('year', 'cited_by_count'):
-            if g.nodes[t][i].get(k) is not None: values.append(str(g.nodes[t][i][k])); facts.append([g.label(t, i), k, str(g.nodes[t][i][k])])
+            if g.nodes[t][i].get(k) is not None:
+                values.append(str(g.nodes[t][i][k]))
+                facts.append([g.label(t, i), k, str(g.nodes[t][i][k])])
         values = list(dict.fromkeys(values))
-        return Answer(join_values(values), backend='template', status='ok', status_reason='every fact one hop around the first linked node',
-                      evidence=fact_evidence(facts), values=values, question=plan.question, method=self.name,
+        return Answer(join_values(values), backend='template', status='ok',
+                      status_reason='every fact one hop around the first linked node',
+                      evidence=fact_evidence(facts), values=values, question=plan.question,
+                      method=self.name,
                       plan=plan_record(steps=[f'lookup {t} -> {i}', 'every fact one hop around it'],
                                        start_nodes=[{'type': t, 'id': i, 'label': g.label(t, i)}]))
 
-@register_method('agentic', 'agentic heterogeneous-graph RAG (seed 004) over a graph folder from `scholarqa graph build`',
+@register_method('agentic',
+                 'agentic heterogeneous-graph RAG (seed 004) over a graph folder from `scholarqa '
+                 'graph build`',
                  opens=load_graph, marker=GRAPH_FILE)
 def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 0.75, encoder=None,
                     writer=None,                  # an LLM backend, or its name, that phrases the answers (the answer step's LLM backend takes its place)
@@ -726,34 +972,44 @@ def _agentic_method(graph, alpha: float = 0.5, tau: float = 0.6, gamma: float = 
                     **options) -> AgenticGraphRAG:
     check_options('agentic', {k: v for k, v in options.items() if k not in ('mode', 'max_tokens')})
     if not isinstance(graph, AcademicGraph):
-        raise MethodOptionError('--method agentic reads a graph folder written by `scholarqa graph build`, not an index')
+        raise MethodOptionError('--method agentic reads a graph folder written by `scholarqa graph '
+                                'build`, not an index')
     def backend_of(role, b, built):
-        "A backend given by name is built (once per name: both roles share it); a backend object is kept."
+        """A backend given by name is built (once per name: both roles share it); a backend
+        object is kept."""
         if b is None or b is False: return None
         if isinstance(b, str):
             if b not in built: built[b] = method_backend('agentic', b, llm_model)
             return built[b]
-        if not hasattr(b, 'chat'): raise MethodOptionError(f'--method agentic: {role} is an LLM backend or its name (e.g. llama_cpp), not {b!r}')
+        if not hasattr(b, 'chat'):
+            raise MethodOptionError(f'--method agentic: {role} is an LLM backend or its name (e.g. '
+                                    f'llama_cpp), not {b!r}')
         return b
     if llm_model is not None and not any(isinstance(b, str) for b in (writer, llm_planner)):
-        raise MethodOptionError('--method agentic: llm_model is the model of a backend given by name (-o llm_planner=NAME or -o writer=NAME)')
+        raise MethodOptionError('--method agentic: llm_model is the model of a backend given by '
+                                'name (-o llm_planner=NAME or -o writer=NAME)')
     built = {}
-    writer, llm_planner = backend_of('writer', writer, built), backend_of('llm_planner', llm_planner, built)
+    writer, llm_planner = (backend_of('writer', writer, built),
+                           backend_of('llm_planner', llm_planner, built))
     planner = LLMPlanner(llm_planner, encoder) if llm_planner is not None else None
-    return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma, planner=planner, writer=writer)
+    return AgenticGraphRAG(graph, encoder=encoder, alpha=alpha, tau=tau, gamma=gamma,
+                           planner=planner, writer=writer)
 
 # %% ../../nbs/08_agentic.ipynb #0e6241c9
 def within_facts(res: Result, n: int) -> Result:
-    "What a result still shows when only its first `n` facts are kept: those facts, and the values one of them names."
+    """What a result still shows when only its first `n` facts are kept: those facts, and the
+    values one of them names."""
     facts = res.evidence[:n]
     named = {str(x) for f in facts for x in (f[0], f[2])}
     return replace(res, evidence=facts, values=[v for v in res.values if str(v) in named])
 
 @patch
 def retrieve(self: AgenticGraphRAG, question: str, k: int = 5) -> Evidence:
-    "The Method protocol (03d): every fact the agent's plan read for `question` (`Fact-n`); what it found in the trace."
+    """The Method protocol (03d): every fact the agent's plan read for `question` (`Fact-n`);
+    what it found in the trace."""
     found = self.gather(question)
-    return Evidence(found['done'].evidence if 'done' in found else fact_evidence(found['result'].evidence), question,
+    return Evidence(found['done'].evidence if 'done' in found
+                    else fact_evidence(found['result'].evidence), question,
                     found=found)
 
 @patch
@@ -761,5 +1017,7 @@ def answer(self: AgenticGraphRAG, question: str, evidence: Evidence, backend=Non
     """The Method protocol (03d): the answer to what `retrieve` found, read from `evidence` alone. An LLM `backend`
     (not extractive) writes the sentence in place of the `writer`, verified as above."""
     found = getattr(evidence, 'trace', {}).get('found')
-    if found is None: raise TypeError('agentic: answer() reads the Evidence its retrieve() gave (with what the plan found)')
+    if found is None:
+        raise TypeError('agentic: answer() reads the Evidence its retrieve() gave (with what the '
+                        'plan found)')
     return self.respond(found, backend if is_llm(backend) else self.writer, kept=len(evidence))

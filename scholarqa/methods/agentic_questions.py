@@ -17,7 +17,8 @@ import numpy as np
 from ..generate.answer import Answer, Evidence, EvidenceItem
 from ..protocol import ask
 from ..evaluate import value_scores
-from .agentic import INTENTS, QUERY_TYPES, encode_query, find_venues, link_author, plan_record
+from .agentic import (
+    INTENTS, QUERY_TYPES, encode_query, find_venues, link_author, plan_record)
 from ..kg.plans import PlanGraph, node_value, run_plan
 from ..kg.compose import plan_query_type, slot_type
 
@@ -26,28 +27,59 @@ __all__ = ['PHRASINGS', 'gold_values', 'question_starts', 'make_questions', 'loo
            'evaluate_agent', 'verbalise_facts', 'FactRAG']
 
 # %% ../../nbs/08a_agentic_questions.ipynb #ace15295
-PHRASINGS = {   # question templates for evaluation (not the planner's prototypes); a title is written in quotes
-    'paper_year': ('In which year was "{paper}" published?', 'What year did "{paper}" appear?', 'When did "{paper}" come out?'),
-    'paper_citations': ('How many times has "{paper}" been cited?', 'What is the citation count of "{paper}"?', 'How often is "{paper}" cited?'),
-    'paper_identifier': ('What identifier does "{paper}" have in its source?', 'Give the source id of "{paper}".', 'Which id does the record of "{paper}" carry?'),
-    'paper_authors': ('Who are the authors of "{paper}"?', 'Who wrote the paper "{paper}"?', 'Which researchers authored "{paper}"?'),
-    'paper_venue': ('At which venue was "{paper}" published?', 'In what venue did "{paper}" appear?', 'Where did "{paper}" get published?'),
-    'author_papers': ('Which papers has {author} written?', 'List the papers authored by {author}.', 'What did {author} publish?'),
-    'author_year_papers': ('Which papers did {author} publish in {year}?', 'What did {author} write in {year}?', 'List the {year} papers of {author}.'),
-    'author_count': ('How many papers has {author} written?', 'How many publications does {author} have?', 'Count the papers of {author}.'),
-    'author_first_year': ('In which year did {author} publish their first paper?', 'When did {author} first publish?', 'What is the year of the earliest paper by {author}?'),
-    'author_last_year': ('In which year did {author} publish most recently?', 'When did {author} last publish a paper?', 'What is the year of the latest paper by {author}?'),
-    'author_top_venue': ('At which venue has {author} published the most papers?', 'Where does {author} publish most often?', 'Which venue has the most papers by {author}?'),
-    'author_venue_count': ('How many papers has {author} published at {venue}?', 'How many {venue} papers did {author} write?', 'Count the papers {author} published in {venue}.'),
-    'venue_year_count': ('How many papers were published at {venue} in {year}?', 'How many papers did {venue} publish in {year}?', 'Count the {venue} papers from {year}.'),
-    'author_coauthors': ('Who has written papers together with {author}?', 'Who are the co-authors of {author}?', 'With whom has {author} collaborated?'),
-    'author_venues': ('In which venues has {author} published?', 'Where has {author} published papers?', 'List the venues of the papers by {author}.'),
-    'first_author_papers': ('Which other papers did the first author of "{paper}" write?', 'What else has the lead author of "{paper}" published?', 'List the other papers by the first author of "{paper}".'),
-    'venue_coauthors': ('Who co-authored papers with {author} at {venue}?', 'Which co-authors did {author} have on {venue} papers?', 'With whom did {author} write papers for {venue}?'),
+# question templates for evaluation (not the planner's prototypes); a title is written in quotes
+PHRASINGS = {
+    'paper_year': ('In which year was "{paper}" published?', 'What year did "{paper}" appear?',
+                   'When did "{paper}" come out?'),
+    'paper_citations': ('How many times has "{paper}" been cited?',
+                        'What is the citation count of "{paper}"?',
+                        'How often is "{paper}" cited?'),
+    'paper_identifier': ('What identifier does "{paper}" have in its source?',
+                         'Give the source id of "{paper}".',
+                         'Which id does the record of "{paper}" carry?'),
+    'paper_authors': ('Who are the authors of "{paper}"?', 'Who wrote the paper "{paper}"?',
+                      'Which researchers authored "{paper}"?'),
+    'paper_venue': ('At which venue was "{paper}" published?',
+                    'In what venue did "{paper}" appear?', 'Where did "{paper}" get published?'),
+    'author_papers': ('Which papers has {author} written?', 'List the papers authored by {author}.',
+                      'What did {author} publish?'),
+    'author_year_papers': ('Which papers did {author} publish in {year}?',
+                           'What did {author} write in {year}?',
+                           'List the {year} papers of {author}.'),
+    'author_count': ('How many papers has {author} written?',
+                     'How many publications does {author} have?', 'Count the papers of {author}.'),
+    'author_first_year': ('In which year did {author} publish their first paper?',
+                          'When did {author} first publish?',
+                          'What is the year of the earliest paper by {author}?'),
+    'author_last_year': ('In which year did {author} publish most recently?',
+                         'When did {author} last publish a paper?',
+                         'What is the year of the latest paper by {author}?'),
+    'author_top_venue': ('At which venue has {author} published the most papers?',
+                         'Where does {author} publish most often?',
+                         'Which venue has the most papers by {author}?'),
+    'author_venue_count': ('How many papers has {author} published at {venue}?',
+                           'How many {venue} papers did {author} write?',
+                           'Count the papers {author} published in {venue}.'),
+    'venue_year_count': ('How many papers were published at {venue} in {year}?',
+                         'How many papers did {venue} publish in {year}?',
+                         'Count the {venue} papers from {year}.'),
+    'author_coauthors': ('Who has written papers together with {author}?',
+                         'Who are the co-authors of {author}?',
+                         'With whom has {author} collaborated?'),
+    'author_venues': ('In which venues has {author} published?',
+                      'Where has {author} published papers?',
+                      'List the venues of the papers by {author}.'),
+    'first_author_papers': ('Which other papers did the first author of "{paper}" write?',
+                            'What else has the lead author of "{paper}" published?',
+                            'List the other papers by the first author of "{paper}".'),
+    'venue_coauthors': ('Who co-authored papers with {author} at {venue}?',
+                        'Which co-authors did {author} have on {venue} papers?',
+                        'With whom did {author} write papers for {venue}?'),
 }
 
 def gold_values(sg: ScholarlyGraph, intent: str, start: dict) -> list[str]:
-    "The answer of an intent read straight off the graph's relation tables: the oracle the agent is scored against."
+    """The answer of an intent read straight off the graph's relation tables: the oracle the
+    agent is scored against."""
     P, A, V = sg.nodes.get('Paper', {}), sg.nodes.get('Author', {}), sg.nodes.get('Venue', {})
     writes, pub = sg.relation('writes'), sg.relation('published_in')
     papers_of = lambda a: {p for (x, p) in writes if x == a}
@@ -56,15 +88,18 @@ def gold_values(sg: ScholarlyGraph, intent: str, start: dict) -> list[str]:
     p, a, v, y = start.get('Paper'), start.get('Author'), start.get('Venue'), start.get('Year')
     years = lambda: [P[q]['year'] for q in papers_of(a) if P[q].get('year')]
     if intent == 'paper_year': return [str(P[p]['year'])] if P[p].get('year') else []
-    if intent == 'paper_citations': return [str(P[p]['cited_by_count'])] if P[p].get('cited_by_count') is not None else []
+    if intent == 'paper_citations':
+        return [str(P[p]['cited_by_count'])] if P[p].get('cited_by_count') is not None else []
     if intent == 'paper_identifier':
         ids = P[p].get('source_ids', {})
-        x = ids.get(SOURCE_ID_KEY.get(P[p].get('source'), P[p].get('source'))) or next(iter(ids.values()), None)
+        x = (ids.get(SOURCE_ID_KEY.get(P[p].get('source'), P[p].get('source')))
+             or next(iter(ids.values()), None))
         return [str(x)] if x else []
     if intent == 'paper_authors': return sorted({A[x]['name'] for x in authors_of(p)})
     if intent == 'paper_venue': return sorted({V[x]['name'] for x in venues_of(p)})
     if intent == 'author_papers': return sorted({P[q]['title'] for q in papers_of(a)})
-    if intent == 'author_year_papers': return sorted({P[q]['title'] for q in papers_of(a) if P[q].get('year') == y})
+    if intent == 'author_year_papers':
+        return sorted({P[q]['title'] for q in papers_of(a) if P[q].get('year') == y})
     if intent == 'author_count': return [str(len(papers_of(a)))]
     if intent == 'author_first_year': return [str(min(years()))] if years() else []
     if intent == 'author_last_year': return [str(max(years()))] if years() else []
@@ -72,47 +107,67 @@ def gold_values(sg: ScholarlyGraph, intent: str, start: dict) -> list[str]:
         c = Counter(x for q in papers_of(a) for x in venues_of(q))
         return sorted(V[x]['name'] for x, n in c.items() if n == max(c.values())) if c else []
     if intent == 'author_venue_count': return [str(sum(v in venues_of(q) for q in papers_of(a)))]
-    if intent == 'venue_year_count': return [str(sum(1 for (q, x) in pub if x == v and P[q].get('year') == y))]
-    if intent == 'author_coauthors': return sorted({A[x]['name'] for q in papers_of(a) for x in authors_of(q)} - {A[a]['name']})
-    if intent == 'author_venues': return sorted({V[x]['name'] for q in papers_of(a) for x in venues_of(q)})
+    if intent == 'venue_year_count':
+        return [str(sum(1 for (q, x) in pub if x == v and P[q].get('year') == y))]
+    if intent == 'author_coauthors':
+        return sorted({A[x]['name'] for q in papers_of(a) for x in authors_of(q)} - {A[a]['name']})
+    if intent == 'author_venues':
+        return sorted({V[x]['name'] for q in papers_of(a) for x in venues_of(q)})
     if intent == 'first_author_papers':
         firsts = {x for (x, q), e in writes.items() if q == p and e.get('position') == 1}
         return sorted({P[q]['title'] for x in firsts for q in papers_of(x)} - {P[p]['title']})
-    if intent == 'venue_coauthors': return sorted({A[x]['name'] for q in papers_of(a) if v in venues_of(q) for x in authors_of(q)} - {A[a]['name']})
+    if intent == 'venue_coauthors':
+        return sorted({A[x]['name'] for q in papers_of(a) if v in venues_of(q)
+                       for x in authors_of(q)} - {A[a]['name']})
     raise ValueError(f'unknown intent {intent!r}')
 
 # %% ../../nbs/08a_agentic_questions.ipynb #12c90ad1
 def _eligible(g: AcademicGraph, source: str) -> dict:
-    "Entities a question may name without ambiguity: unique titles without quotes, names linking to one author, venues found as written."
-    def ok_title(a): return (a.get('source') == source and '"' not in a.get('title', '') and len(a.get('title', '').split()) >= 3
+    """Entities a question may name without ambiguity: unique titles without quotes, names
+    linking to one author, venues found as written."""
+    def ok_title(a): return (a.get('source') == source and '"' not in a.get('title', '')
+                             and len(a.get('title', '').split()) >= 3
                              and len(g.by_label[('Paper', fold(a['title']))]) == 1)
     def ok_author(x):
         a = g.nodes['Author'][x]
-        return a.get('source') == source and len(g.name_toks.get(x, [])) >= 2 and link_author(g, a['name']).candidates == [x]
+        return (a.get('source') == source and len(g.name_toks.get(x, [])) >= 2
+                and link_author(g, a['name']).candidates == [x])
     return {'Paper': sorted(p for p, a in g.nodes['Paper'].items() if ok_title(a)),
             'Author': sorted(x for x in g.nodes['Author'] if ok_author(x)),
             'Venue': sorted(v for v, a in g.nodes['Venue'].items() if a.get('source') == source and
                             [m.candidates for m in find_venues(g, f"at {a['name']} in")] == [[v]])}
 
 def question_starts(g: AcademicGraph, intent: str, el: dict) -> list[dict]:
-    "Every start a question of `intent` may have among the eligible entities (lists of modest length; years the data has)."
+    """Every start a question of `intent` may have among the eligible entities (lists of modest
+    length; years the data has)."""
     P, A, V = el['Paper'], el['Author'], el['Venue']
     papers = lambda a: [p for p, _ in g.neighbours('Author', a, 'writes', 'Paper')]
     venues = lambda p: [v for v, _ in g.neighbours('Paper', p, 'published_in', 'Venue')]
     year = lambda p: g.nodes['Paper'][p].get('year')
-    if intent == 'paper_citations': return [{'Paper': p} for p in P if g.nodes['Paper'][p].get('cited_by_count') is not None]
+    if intent == 'paper_citations':
+        return [{'Paper': p} for p in P if g.nodes['Paper'][p].get('cited_by_count') is not None]
     if intent == 'paper_year': return [{'Paper': p} for p in P if year(p)]
-    if intent == 'paper_identifier': return [{'Paper': p} for p in P if g.nodes['Paper'][p].get('source_ids')]
-    if intent == 'paper_authors': return [{'Paper': p} for p in P if g.neighbours('Paper', p, 'writes', 'Author')]
+    if intent == 'paper_identifier':
+        return [{'Paper': p} for p in P if g.nodes['Paper'][p].get('source_ids')]
+    if intent == 'paper_authors':
+        return [{'Paper': p} for p in P if g.neighbours('Paper', p, 'writes', 'Author')]
     if intent == 'paper_venue': return [{'Paper': p} for p in P if venues(p)]
     if intent == 'first_author_papers':
-        return [{'Paper': p} for p in P if any(a.get('position') == 1 and len(papers(x)) >= 2 for x, a in g.neighbours('Paper', p, 'writes', 'Author'))]
+        return [{'Paper': p} for p in P
+                if any(a.get('position') == 1 and len(papers(x)) >= 2
+                       for x, a in g.neighbours('Paper', p, 'writes', 'Author'))]
     if intent == 'author_papers': return [{'Author': a} for a in A if len(papers(a)) <= 8]
-    if intent in ('author_count', 'author_first_year', 'author_last_year', 'author_venues', 'author_coauthors'):
-        return [{'Author': a} for a in A if len(papers(a)) <= 30 and (intent not in ('author_first_year', 'author_last_year') or any(year(p) for p in papers(a)))]
+    if intent in ('author_count', 'author_first_year', 'author_last_year', 'author_venues',
+                  'author_coauthors'):
+        return [{'Author': a} for a in A if len(papers(a)) <= 30
+                and (intent not in ('author_first_year', 'author_last_year')
+                     or any(year(p) for p in papers(a)))]
     if intent == 'author_year_papers':
-        return [{'Author': a, 'Year': min(y for y in map(year, papers(a)) if y)} for a in A if 2 <= len(papers(a)) <= 30 and any(map(year, papers(a)))]
-    if intent == 'author_top_venue': return [{'Author': a} for a in A if len(papers(a)) >= 2 and any(venues(p) for p in papers(a))]
+        return [{'Author': a, 'Year': min(y for y in map(year, papers(a)) if y)} for a in A
+                if 2 <= len(papers(a)) <= 30 and any(map(year, papers(a)))]
+    if intent == 'author_top_venue':
+        return [{'Author': a} for a in A if len(papers(a)) >= 2
+                and any(venues(p) for p in papers(a))]
     if intent in ('author_venue_count', 'venue_coauthors'):
         out = []
         for a in A:
@@ -120,12 +175,16 @@ def question_starts(g: AcademicGraph, intent: str, el: dict) -> list[dict]:
             if vs and len(papers(a)) <= 30: out.append({'Author': a, 'Venue': vs[0]})
         return out
     if intent == 'venue_year_count':
-        return [{'Venue': v, 'Year': y} for v in V for y in sorted({year(p) for p, _ in g.neighbours('Venue', v, 'published_in', 'Paper')} - {None})]
+        return [{'Venue': v, 'Year': y} for v in V
+                for y in sorted({year(p) for p, _ in g
+                                 .neighbours('Venue', v, 'published_in', 'Paper')} - {None})]
     raise ValueError(f'unknown intent {intent!r}')
 
 def make_questions(graph: AcademicGraph, source: str, per_type: int = 100, seed: int = 0,
                    fractions=(('dev', 0.3), ('test', 0.7))) -> list[dict]:
-    "Template questions over one source's part of the graph, `per_type` of each query type, answers by `gold_values`, split by start; each intent's last phrasing is held out of dev (`phrasing`: 'dev phrasing' or 'held out')."
+    """Template questions over one source's part of the graph, `per_type` of each query type,
+    answers by `gold_values`, split by start; each intent's last phrasing is held out of dev
+    (`phrasing`: 'dev phrasing' or 'held out')."""
     import random
     from scholarqa.datasets import hash_split
     g, rng, el, out = graph, random.Random(seed), _eligible(graph, source), []
@@ -135,19 +194,25 @@ def make_questions(graph: AcademicGraph, source: str, per_type: int = 100, seed:
         for k, (n, pool) in enumerate(pools.items()):
             quota = per_type // len(pools) + (k < per_type % len(pools))
             for st in rng.sample(pool, min(quota, len(pool))):
-                names = {'paper': g.label('Paper', st['Paper']) if 'Paper' in st else None, 'year': st.get('Year'),
+                names = {'paper': g.label('Paper', st['Paper']) if 'Paper' in st else None,
+                         'year': st.get('Year'),
                          'author': g.label('Author', st['Author']) if 'Author' in st else None,
                          'venue': g.label('Venue', st['Venue']) if 'Venue' in st else None}
                 key = '|'.join(f'{k}={v}' for k, v in sorted(st.items()))
                 split = hash_split(f'{n}|{key}', seed, fractions)
-                k_ = rng.randrange(len(PHRASINGS[n]) - (split != 'test'))       # the last phrasing of each intent: test questions only
-                out.append({'id': f'{source}-{n}-' + blake2b_hex(key, 6), 'source': source, 'type': qtype, 'intent': n,
-                            'question': PHRASINGS[n][k_].format(**names), 'start': st, 'gold': gold_values(g.graph, n, st), 'split': split,
-                            'phrasing': 'held out' if k_ == len(PHRASINGS[n]) - 1 else 'dev phrasing'})
+                # the last phrasing of each intent: test questions only
+                k_ = rng.randrange(len(PHRASINGS[n]) - (split != 'test'))
+                out.append({'id': f'{source}-{n}-' + blake2b_hex(key, 6), 'source': source,
+                            'type': qtype, 'intent': n,
+                            'question': PHRASINGS[n][k_].format(**names), 'start': st,
+                            'gold': gold_values(g.graph, n, st), 'split': split,
+                            'phrasing': 'held out' if k_ == len(PHRASINGS[n]) - 1
+                            else 'dev phrasing'})
     return out
 
 def loosen_title(title: str, rng) -> str:
-    "A title as someone might half-remember it: one word after the first dropped (titles of four words or more), one typo."
+    """A title as someone might half-remember it: one word after the first dropped (titles of
+    four words or more), one typo."""
     words = title.split()
     if len(words) >= 4: del words[rng.randrange(1, len(words))]
     long = [i for i, w in enumerate(words) if len(w) >= 5 and w.isalpha()]
@@ -157,7 +222,8 @@ def loosen_title(title: str, rng) -> str:
     return ' '.join(words)
 
 def loose_questions(questions: list[dict], graph: AcademicGraph, seed: int = 0) -> list[dict]:
-    "The questions that quote a title, with the title loosened (`loosen_title`): what the close-title link and the sufficiency agent are for."
+    """The questions that quote a title, with the title loosened (`loosen_title`): what the
+    close-title link and the sufficiency agent are for."""
     import random
     rng, out = random.Random(seed), []
     for q in questions:
@@ -165,11 +231,13 @@ def loose_questions(questions: list[dict], graph: AcademicGraph, seed: int = 0) 
         title = graph.label('Paper', q['start']['Paper'])
         loose = loosen_title(title, rng)
         if fold(loose) == fold(title): continue
-        out.append({**q, 'id': q['id'] + '-loose', 'question': q['question'].replace(f'"{title}"', f'"{loose}"'), 'loose_title': loose})
+        out.append({**q, 'id': q['id'] + '-loose', 'question': q['question']
+                    .replace(f'"{title}"', f'"{loose}"'), 'loose_title': loose})
     return out
 
 def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
-    "Hand-written questions (JSONL: intent + start given by labels, an expected status, or `expect: refuse`); gold answers computed from `graph`."
+    """Hand-written questions (JSONL: intent + start given by labels, an expected status, or
+    `expect: refuse`); gold answers computed from `graph`."""
     out = []
     for line in Path(path).read_text(encoding='utf-8').splitlines():
         if not line.strip(): continue
@@ -178,79 +246,115 @@ def load_paraphrases(path, graph: AcademicGraph) -> list[dict]:
             start = {}
             for kind, label in q['start'].items():
                 ids = [label] if kind == 'Year' else graph.by_label.get((kind, fold(label)), [])
-                if len(ids) != 1: raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, not one')
+                if len(ids) != 1:
+                    raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, '
+                                     'not one')
                 start[kind] = ids[0]
-            q = {**q, 'type': INTENTS[q['intent']].type, 'start': start, 'gold': gold_values(graph.graph, q['intent'], start)}
-        elif 'plan' in q:                       # a question whose gold is a plan of 08d's language, its slots bound by label
+            q = {**q, 'type': INTENTS[q['intent']].type, 'start': start,
+                 'gold': gold_values(graph.graph, q['intent'], start)}
+        # a question whose gold is a plan of 08d's language, its slots bound by label
+        elif 'plan' in q:
             pg, bound = PlanGraph(graph), {}
             for slot, label in q['bind'].items():
                 kind = slot_type(slot)                 # 'Author2': a second person
                 ids = pg.named(kind, label)
-                if len(ids) != 1: raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, not one')
+                if len(ids) != 1:
+                    raise ValueError(f'{path}: {q["id"]}: {kind} {label!r} names {len(ids)} nodes, '
+                                     'not one')
                 bound[slot] = (kind, ids[0])
             r = run_plan(pg, q['plan'], bound)
-            q = {**q, 'type': plan_query_type(q['plan']), 'start': bound, 'gold': r.values, 'answer_type': r.answer_type}
+            q = {**q, 'type': plan_query_type(q['plan']), 'start': bound, 'gold': r.values,
+                 'answer_type': r.answer_type}
         out.append(q)
     return out
 
 def evaluate_agent(agent, questions: list[dict], progress: bool = False) -> list[dict]:
-    "One row per question: what the agent answered, accuracy / F1 / Hit@1 against the gold (or the expected status), and the time."
+    """One row per question: what the agent answered, accuracy / F1 / Hit@1 against the gold (or
+    the expected status), and the time."""
     from scholarqa.doc import progress as show_progress
     rows = []
     for q in show_progress(questions, 'agentic questions', enabled=progress, unit='questions'):
         t0 = time.perf_counter()
-        a = ask(agent, q['question'])                     # an `Answer`: what the agents decided is under `a.plan`
+        a = ask(agent, q['question'])  # an `Answer`: what the agents decided is under `a.plan`
         dt = time.perf_counter() - t0
         plan = a.plan or {}
-        if q.get('expect_status'): s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status == q['expect_status']))
-        elif q.get('expect') == 'refuse': s = dict.fromkeys(('accuracy', 'f1', 'hit1'), float(a.status != 'ok'))   # any honest non-answer
+        if q.get('expect_status'): s = dict.fromkeys(('accuracy', 'f1', 'hit1'),
+                                                     float(a.status == q['expect_status']))
+        # any honest non-answer
+        elif q.get('expect') == 'refuse': s = dict.fromkeys(('accuracy', 'f1', 'hit1'),
+                                                            float(a.status != 'ok'))
         else: s = value_scores(a.values, q['gold'])                # 03b_evaluate
-        s['wrong_ok'] = float(a.status == 'ok' and s['accuracy'] < 1)     # a wrong answer presented as an answer
-        rows.append({'id': q['id'], 'source': q.get('source'), 'type': q.get('type') or q.get('expect_status') or q.get('kind'), 'intent': q.get('intent'),
-                     'predicted_type': plan.get('query_type'), 'predicted_intent': plan.get('intent'), 'status': a.status,
-                     'expansions': plan.get('expansions', 0), 'verification': (plan.get('verification') or {}).get('score'), **s, 'seconds': dt})
+        # a wrong answer presented as an answer
+        s['wrong_ok'] = float(a.status == 'ok' and s['accuracy'] < 1)
+        rows.append({'id': q['id'], 'source': q.get('source'), 'type': q.get('type')
+                     or q.get('expect_status') or q.get('kind'), 'intent': q.get('intent'),
+                     'predicted_type': plan.get('query_type'),
+                     'predicted_intent': plan.get('intent'), 'status': a.status,
+                     'expansions': plan.get('expansions', 0),
+                     'verification': (plan.get('verification') or {}).get('score'), **s,
+                     'seconds': dt})
     return rows
 
 # %% ../../nbs/08a_agentic_questions.ipynb #3e8bda52
 def verbalise_facts(graph: AcademicGraph) -> list[tuple[str, list[str]]]:
-    "One sentence per graph fact, with the labels and values it names: [(sentence, [label or value, …])]."
+    """One sentence per graph fact, with the labels and values it names: [(sentence, [label or
+    value, …])]."""
     out = []
     for pid, a in graph.nodes['Paper'].items():
         t, x = a.get('title', ''), node_value(a, 'source_id')
-        out += [(f'"{t}" was published in {a["year"]}.', [t, str(a['year'])])] if a.get('year') else []
-        out += [(f'"{t}" appeared at {graph.label("Venue", v)}.', [t, graph.label('Venue', v)]) for v, _ in graph.neighbours('Paper', pid, 'published_in', 'Venue')]
-        out += [(f'"{t}" has been cited {a["cited_by_count"]} times.', [t, str(a['cited_by_count'])])] if a.get('cited_by_count') is not None else []
+        out += ([(f'"{t}" was published in {a["year"]}.', [t, str(a['year'])])] if a.get('year')
+                else [])
+        out += [(f'"{t}" appeared at {graph.label("Venue", v)}.', [t, graph.label('Venue', v)])
+                for v, _ in graph.neighbours('Paper', pid, 'published_in', 'Venue')]
+        out += ([(f'"{t}" has been cited {a["cited_by_count"]} times.',
+                  [t, str(a['cited_by_count'])])] if a.get('cited_by_count') is not None else [])
         out += [(f'The identifier of "{t}" is {x}.', [t, str(x)])] if x else []
-        out += [(f'{graph.label("Author", au)} is an author of "{t}".', [graph.label('Author', au), t])
-                for au, _ in sorted(graph.neighbours('Paper', pid, 'writes', 'Author'), key=lambda e: e[1].get('position') or 0)]
+        out += [(f'{graph.label("Author", au)} is an author of "{t}".',
+                 [graph.label('Author', au), t])
+                for au, _ in sorted(graph.neighbours('Paper', pid, 'writes', 'Author'),
+                                    key=lambda e: e[1].get('position') or 0)]
     return out
 
 class FactRAG:
-    "VanillaRAG over verbalised graph facts: the top-k sentences by BM25 (or hybrid), every value they name beyond the question's."
+    """VanillaRAG over verbalised graph facts: the top-k sentences by BM25 (or hybrid), every
+    value they name beyond the question's."""
     name = 'vanilla-facts'
-    def __init__(self, graph: AcademicGraph, k: int = 5, encoder=None, depth: int = 100):   # depth: BM25 hits the hybrid re-scores
+    def __init__(self, graph: AcademicGraph, k: int = 5, encoder=None,
+                 depth: int = 100):   # depth: BM25 hits the hybrid re-scores
         from scholarqa.retrieval.base import Chunk
         from scholarqa.retrieval.bm25 import BM25Index
         self.facts, self.k, self.encoder, self.depth = verbalise_facts(graph), k, encoder, depth
-        self.bm25 = BM25Index([Chunk(str(i), s, '', '', [], 0, 0) for i, (s, _) in enumerate(self.facts)])
+        self.bm25 = BM25Index([Chunk(str(i), s, '', '', [], 0, 0)
+                               for i, (s, _) in enumerate(self.facts)])
 
     def top(self, question: str) -> list[int]:
-        "Indices of the top-k facts (BM25; with an encoder, min–max fusion of BM25 and MiniLM over BM25's top `depth`)."
+        """Indices of the top-k facts (BM25; with an encoder, min–max fusion of BM25 and MiniLM
+        over BM25's top `depth`)."""
         from scholarqa.retrieval.fusion import minmax
         hits = self.bm25.retrieve(question, self.depth if self.encoder is not None else self.k)
         if self.encoder is None or not hits: return [int(h.chunk.id) for h in hits]
-        dense = np.asarray(self.encoder.encode([h.chunk.text for h in hits])) @ encode_query(self.encoder, question)   # (n,)
-        return [int(hits[j].chunk.id) for j in np.argsort(-(minmax([h.score for h in hits]) + minmax(dense)), kind='stable')[:self.k]]
+        # (n,)
+        dense = np.asarray(self.encoder.encode([h.chunk.text for h in hits])) @ encode_query(
+            self.encoder, question
+        )
+        return [int(hits[j].chunk.id)
+                for j in np
+                .argsort(-(minmax([h.score for h in hits]) + minmax(dense)),
+                         kind='stable')[:self.k]]
 
     def retrieve(self, question: str, k: int = 5) -> Evidence:
-        "The Method protocol (03d_method): the top facts, its own k of them (set when it is made), as `Fact-n`."
+        """The Method protocol (03d_method): the top facts, its own k of them (set when it is
+        made), as `Fact-n`."""
         return Evidence([EvidenceItem(f'Fact-{n}', self.facts[i][0], 'fact', source={'sentence': i})
                          for n, i in enumerate(self.top(question))], question)
 
     def answer(self, question: str, evidence: Evidence, backend=None) -> Answer:
-        "The fact sentences as the text, every value they name beyond the question's own words as the values (no backend)."
+        """The fact sentences as the text, every value they name beyond the question's own words
+        as the values (no backend)."""
         idx, q = [e.source['sentence'] for e in evidence], fold(question)
         values = list(dict.fromkeys(v for i in idx for v in self.facts[i][1] if fold(v) not in q))
-        return Answer(' '.join(self.facts[i][0] for i in idx), backend='template', status='ok', values=values,
-                      evidence=list(evidence), plan=plan_record(steps=[f'top {self.k} facts']), question=question,
+        return Answer(' '.join(self.facts[i][0] for i in idx), backend='template', status='ok',
+                      values=values,
+                      evidence=list(evidence), plan=plan_record(steps=[f'top {self.k} facts']),
+                      question=question,
                       method=self.name)

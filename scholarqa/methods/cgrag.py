@@ -13,7 +13,8 @@ import numpy as np
 
 from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
 from ..retrieval.base import Chunk, Hit, Retriever, chunk_index_text, register_retriever
-from ..protocol import MethodOptionError, RetrieverMethod, check_options, folder_signature, register_method
+from ..protocol import (
+    MethodOptionError, RetrieverMethod, check_options, folder_signature, register_method)
 
 # %% auto #0
 __all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE', 'VECTORS_FILE', 'LESEGR_RECORD', 'LESEGR_DIR',
@@ -24,19 +25,24 @@ __all__ = ['XREF', 'EDGE_KINDS', 'CONTEXT_PROPERTY', 'DELTA_FLOOR', 'GRAPH_FILE'
            'train_on_index', 'LeSeGRRetriever', 'train_lesegr_method', 'lesegr_inputs']
 
 # %% ../../nbs/07_cgrag.ipynb #5e71d011
-_XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'          # a whole word: a space (or ~) before the number
-_XREF_SHORT = r'[Ss]ect\.|[Ss]ec\.|§|[Tt]ab\.|[Ff]igs?\.|[Aa]pp\.'          # an abbreviation: "Fig.3" and "§2" too
+# a whole word: a space (or ~) before the number
+_XREF_SPACED = r'[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix'
+# an abbreviation: "Fig.3" and "§2" too
+_XREF_SHORT = r'[Ss]ect\.|[Ss]ec\.|§|[Tt]ab\.|[Ff]igs?\.|[Aa]pp\.'
 XREF = re.compile(rf'(?<![\w.])(?:({_XREF_SPACED})(?:\s+|\s*~\s*)|({_XREF_SHORT})\s*~?\s*)'
-                  r'([A-Z](?:\.\d+)*|\d+(?:\.\d+)*)(?:[a-z](?!\w))?(?!\w)')     # "3", "4.1", "A.2"; "3a" is figure 3
+                  # "3", "4.1", "A.2"; "3a" is figure 3
+                  r'([A-Z](?:\.\d+)*|\d+(?:\.\d+)*)(?:[a-z](?!\w))?(?!\w)')
 _XREF_KIND = {'sec': 'section', '§': 'section', 'tab': 'table', 'fig': 'figure', 'app': 'appendix'}
 
 def cross_refs(text: str) -> list[tuple[str, str]]:
-    "Explicit references in `text` as (kind, number): kind is 'section', 'table', 'figure' or 'appendix'; each pair once, in order."
+    """Explicit references in `text` as (kind, number): kind is 'section', 'table', 'figure' or
+    'appendix'; each pair once, in order."""
     out = []
     for m in XREF.finditer(text or ''):
         word, number = (m.group(1) or m.group(2)).lower(), m.group(3)
         kind = next(v for k, v in _XREF_KIND.items() if word.startswith(k))
-        if kind == 'section' and number[:1].isalpha(): kind = 'appendix'      # "Section A.2" is an appendix
+        # "Section A.2" is an appendix
+        if kind == 'section' and number[:1].isalpha(): kind = 'appendix'
         if (kind, number) not in out: out.append((kind, number))
     return out
 
@@ -45,7 +51,8 @@ EDGE_KINDS = ('adjacent', 'crossref', 'citation', 'proxy')
 
 @dataclass
 class ChunkGraph:
-    "Chunks (rows, in vector order) and directed edges src → dst: dst takes in src's vector. `kind` indexes EDGE_KINDS."
+    """Chunks (rows, in vector order) and directed edges src → dst: dst takes in src's vector.
+    `kind` indexes EDGE_KINDS."""
     ids: list
     paper_of: list
     src: np.ndarray
@@ -55,7 +62,8 @@ class ChunkGraph:
     info: dict = field(default_factory=dict)
 
     def __len__(self): return len(self.ids)
-    def __repr__(self): return f'ChunkGraph({len(self)} chunks, {len(self.src)} edges: {self.counts()})'
+    def __repr__(self):
+        return f'ChunkGraph({len(self)} chunks, {len(self.src)} edges: {self.counts()})'
 
     def counts(self) -> dict:
         "Edges of each kind."
@@ -64,13 +72,15 @@ class ChunkGraph:
     def only(self, kinds) -> 'ChunkGraph':
         "The same chunks with only the edges of `kinds` (an empty tuple: no edges at all)."
         keep = np.isin(self.kind, [EDGE_KINDS.index(k) for k in kinds])
-        return ChunkGraph(self.ids, self.paper_of, self.src[keep], self.dst[keep], self.kind[keep], self.weight[keep],
+        return ChunkGraph(self.ids, self.paper_of, self.src[keep], self.dst[keep], self.kind[keep],
+                          self.weight[keep],
                           {**self.info, 'kinds': list(kinds)})
 
     def incoming(self, row: int) -> list[tuple[int, str, float]]:
         "(source row, kind, weight) of every edge into `row`."
         return [(int(s), EDGE_KINDS[k], float(w)) for s, k, w in
-                zip(self.src[self.dst == row], self.kind[self.dst == row], self.weight[self.dst == row])]
+                zip(self.src[self.dst == row], self.kind[self.dst == row],
+                    self.weight[self.dst == row])]
 
 # %% ../../nbs/07_cgrag.ipynb #9ad37345
 def chunk_order(chunks: list[Chunk]) -> dict:
@@ -81,7 +91,8 @@ def chunk_order(chunks: list[Chunk]) -> dict:
     return {p: sorted(rows, key=key) for p, rows in by.items()}
 
 def _xref_targets(paper, chunks: list[Chunk], rows: list[int]) -> dict:
-    "(kind, number) -> the chunk row a reference of that kind and number points at, inside one paper."
+    """(kind, number) -> the chunk row a reference of that kind and number points at, inside one
+    paper."""
     first_of_path = {}
     for i in rows: first_of_path.setdefault(chunks[i].section_path, i)
     out = {}
@@ -91,31 +102,37 @@ def _xref_targets(paper, chunks: list[Chunk], rows: list[int]) -> dict:
             row = first_of_path.get(s.path)
             if num and row is not None:
                 out.setdefault(('appendix' if num[:1].isalpha() else 'section', num), row)
-    for path, row in first_of_path.items():                 # a paper without numbering: its sections' positions
+    for path, row in first_of_path.items():  # a paper without numbering: its sections' positions
         if path and path != '0': out.setdefault(('section', path), row)
-    for i in rows:                                          # captions: a chunk that opens with "Table 2" / "Figure 3"
+    for i in rows:  # captions: a chunk that opens with "Table 2" / "Figure 3"
         m = re.match(r'\s*(Table|Tab\.|Figure|Fig\.)\s*(\d+)', chunks[i].text)
         if m: out.setdefault(('table' if m.group(1).startswith('Tab') else 'figure', m.group(2)), i)
     return out
 
 def citation_pairs(papers) -> set:
-    "(citing paper id, cited paper id) for every reference resolved inside `papers` (00_doc's `resolve_references`)."
+    """(citing paper id, cited paper id) for every reference resolved inside `papers` (00_doc's
+    `resolve_references`)."""
     ids = {p.id for p in papers}
-    return {(p.id, r.resolved) for p in papers for r in p.references if r.resolved in ids and r.resolved != p.id}
+    return {(p.id, r.resolved) for p in papers for r in p.references if r.resolved in ids
+            and r.resolved != p.id}
 
 def proxy_pairs(chunks: list[Chunk], vecs: np.ndarray, k: int = 3) -> set:
-    "A stand-in for citations: each paper linked to its k nearest papers by the mean of their chunk vectors (cosine)."
+    """A stand-in for citations: each paper linked to its k nearest papers by the mean of their
+    chunk vectors (cosine)."""
     order = chunk_order(chunks)
     pids = sorted(order)
     if len(pids) < 2: return set()
     P = np.stack([vecs[order[p]].mean(0) for p in pids])
     P /= np.linalg.norm(P, axis=1, keepdims=True) + 1e-12
     S = P @ P.T; np.fill_diagonal(S, -np.inf)
-    return {(pids[a], pids[b]) for a in range(len(pids)) for b in np.argsort(-S[a], kind='stable')[:min(k, len(pids) - 1)]}
+    return {(pids[a], pids[b]) for a in range(len(pids))
+            for b in np.argsort(-S[a], kind='stable')[:min(k, len(pids) - 1)]}
 
 # %% ../../nbs/07_cgrag.ipynb #02bf25de
-def _inter_edges(pairs, kind: str, order: dict, chunks, vecs, bm25, top_n: int, directions: str) -> list:
-    "Edges (src row, dst row, kind, weight) from the top_n chunks of one paper to each chunk of a linked paper."
+def _inter_edges(pairs, kind: str, order: dict, chunks, vecs, bm25, top_n: int,
+                 directions: str) -> list:
+    """Edges (src row, dst row, kind, weight) from the top_n chunks of one paper to each chunk of
+    a linked paper."""
     links = set()
     for a, b in pairs:                                   # a cites b (or, for proxies, a is near b)
         if a not in order or b not in order: continue
@@ -125,10 +142,12 @@ def _inter_edges(pairs, kind: str, order: dict, chunks, vecs, bm25, top_n: int, 
     for u, v in sorted(links):
         rows_v = np.asarray(order[v])
         for i in order[u]:
-            sp = bm25.scores(chunk_index_text(chunks[i]))[rows_v] if bm25 is not None else np.zeros(len(rows_v))
+            sp = (bm25.scores(chunk_index_text(chunks[i]))[rows_v] if bm25 is not None
+                  else np.zeros(len(rows_v)))
             sp = sp / sp.max() if sp.max() > 0 else sp
             r = sp + vecs[rows_v] @ vecs[i]
-            for j in np.argsort(-r, kind='stable')[:top_n]: out.append((int(rows_v[j]), i, kind, float(r[j])))
+            for j in np.argsort(-r, kind='stable')[:top_n]:
+                out.append((int(rows_v[j]), i, kind, float(r[j])))
     return out
 
 def build_chunk_graph(papers, chunks: list[Chunk], vecs: np.ndarray,
@@ -138,10 +157,15 @@ def build_chunk_graph(papers, chunks: list[Chunk], vecs: np.ndarray,
                       proxy_k: int = 3,          # nearest papers per paper for proxy edges
                       directions: str = 'both',  # 'both' | 'cited': which side of a citation takes in the other
                       ) -> ChunkGraph:
-    "The contextual citation graph over `chunks` (rows = rows of `vecs`): adjacency, cross-references, and inter-paper edges."
-    if len(chunks) != len(vecs): raise ValueError(f'{len(chunks)} chunks but {len(vecs)} vectors: they must be the same rows')
-    if inter not in ('citation', 'proxy', 'both', 'none'): raise ValueError(f"inter={inter!r}: use 'citation', 'proxy', 'both' or 'none'")
-    if directions not in ('both', 'cited'): raise ValueError(f"directions={directions!r}: use 'both' or 'cited'")
+    """The contextual citation graph over `chunks` (rows = rows of `vecs`): adjacency,
+    cross-references, and inter-paper edges."""
+    if len(chunks) != len(vecs):
+        raise ValueError(f'{len(chunks)} chunks but {len(vecs)} vectors: they must be the same '
+                         'rows')
+    if inter not in ('citation', 'proxy', 'both', 'none'):
+        raise ValueError(f"inter={inter!r}: use 'citation', 'proxy', 'both' or 'none'")
+    if directions not in ('both', 'cited'):
+        raise ValueError(f"directions={directions!r}: use 'both' or 'cited'")
     vecs = np.asarray(vecs, dtype=np.float32)
     papers = list(papers)
     by_id = {p.id: p for p in papers}
@@ -156,41 +180,51 @@ def build_chunk_graph(papers, chunks: list[Chunk], vecs: np.ndarray,
                 if j is not None and j != i: edges.append((j, i, 'crossref', 1.0))
     cites = citation_pairs(papers) if inter in ('citation', 'both') else set()
     prox = proxy_pairs(chunks, vecs, proxy_k) if inter in ('proxy', 'both') else set()
-    prox = {(a, b) for a, b in prox if (a, b) not in cites and (b, a) not in cites}   # a known citation is never also a proxy
+    # a known citation is never also a proxy
+    prox = {(a, b) for a, b in prox if (a, b) not in cites and (b, a) not in cites}
     edges += _inter_edges(cites, 'citation', order, chunks, vecs, bm25, top_n, directions)
     edges += _inter_edges(prox, 'proxy', order, chunks, vecs, bm25, top_n, directions)
     seen, uniq = set(), []
     for e in edges:                                      # one edge per (src, dst, kind)
         if (e[0], e[1], e[2]) not in seen: seen.add((e[0], e[1], e[2])); uniq.append(e)
     arr = lambda k, t: np.asarray([e[k] for e in uniq], dtype=t)
-    return ChunkGraph([c.id for c in chunks], [c.paper_id for c in chunks], arr(0, np.int64), arr(1, np.int64),
-                      np.asarray([EDGE_KINDS.index(e[2]) for e in uniq], dtype=np.int8), arr(3, np.float32),
+    return ChunkGraph([c.id for c in chunks], [c.paper_id for c in chunks], arr(0, np.int64),
+                      arr(1, np.int64),
+                      np.asarray([EDGE_KINDS.index(e[2]) for e in uniq], dtype=np.int8),
+                      arr(3, np.float32),
                       {'top_n': top_n, 'inter': inter, 'proxy_k': proxy_k, 'directions': directions,
                        'citation_pairs': len(cites), 'proxy_pairs': len(prox)})
 
 # %% ../../nbs/07_cgrag.ipynb #rdf07002
-CONTEXT_PROPERTY = {'adjacent': 'adjacentContext', 'crossref': 'crossrefContext', 'citation': 'citationContext', 'proxy': 'proxyContext'}
+CONTEXT_PROPERTY = {'adjacent': 'adjacentContext', 'crossref': 'crossrefContext',
+                    'citation': 'citationContext', 'proxy': 'proxyContext'}
 
 def chunk_iri(c: Chunk):
     "A paragraph chunk's paragraph IRI (01_kg); any other chunk's own IRI under its paper."
     from urllib.parse import quote
     from rdflib import URIRef
     from scholarqa.kg.rdf import paper_iri, paragraph_iri
-    if c.paragraph_start == c.paragraph_end and c.sentence_span is None and c.paragraph_ids in ([], [c.id]):
+    if (c.paragraph_start == c.paragraph_end and c.sentence_span is None
+        and c.paragraph_ids in ([], [c.id])):
         return paragraph_iri(c.paper_id, c.section_path, c.paragraph_start)
     return URIRef(f'{paper_iri(c.paper_id)}/chunk/{quote(c.id, safe="")}')
 
 def chunk_graph_to_rdf(graph: ChunkGraph, chunks: list[Chunk], dataset=None):
-    "The chunk graph's edges as triples in the named graph …/graph/chunks of `dataset` (01_kg's), or in a new graph; returns it."
+    """The chunk graph's edges as triples in the named graph …/graph/chunks of `dataset`
+    (01_kg's), or in a new graph; returns it."""
     from rdflib import RDF, Graph, URIRef
     from scholarqa.kg.rdf import BASE, SQA, bind_prefixes, paragraph_iri
-    if [c.id for c in chunks] != list(graph.ids): raise ValueError('chunks must be the graph\'s rows, in order')
-    out = dataset.graph(URIRef(f'{BASE}graph/chunks')) if dataset is not None else bind_prefixes(Graph())
+    if [c.id for c in chunks] != list(graph.ids):
+        raise ValueError('chunks must be the graph\'s rows, in order')
+    out = (dataset.graph(URIRef(f'{BASE}graph/chunks')) if dataset is not None
+           else bind_prefixes(Graph()))
     out.remove((None, None, None))
     iris = [chunk_iri(c) for c in chunks]
     for c, iri in zip(chunks, iris):
         if (iri, None, None) not in out and '/chunk/' in str(iri):
-            out.add((iri, RDF.type, SQA.Chunk)); out.add((iri, SQA.startsIn, paragraph_iri(c.paper_id, c.section_path, c.paragraph_start)))
+            out.add((iri, RDF.type, SQA.Chunk))
+            out.add((iri, SQA.startsIn,
+                     paragraph_iri(c.paper_id, c.section_path, c.paragraph_start)))
     for s, d, k in zip(graph.src, graph.dst, graph.kind):
         out.add((iris[d], SQA[CONTEXT_PROPERTY[EDGE_KINDS[k]]], iris[s]))
     return out
@@ -199,21 +233,25 @@ def chunk_graph_to_rdf(graph: ChunkGraph, chunks: list[Chunk], dataset=None):
 DELTA_FLOOR = 0.1
 
 def query_delta(sparse: np.ndarray, floor: float = DELTA_FLOOR) -> np.ndarray:
-    "δ per chunk from its sparse scores for one query: floor + (1 − floor)·s/max(s), or the floor everywhere when max(s) ≤ 0."
+    """δ per chunk from its sparse scores for one query: floor + (1 − floor)·s/max(s), or the
+    floor everywhere when max(s) ≤ 0."""
     s = np.clip(np.asarray(sparse, dtype=np.float32), 0, None)
     m = float(s.max()) if len(s) else 0.0
-    return np.full(len(s), floor, dtype=np.float32) if m <= 0 else (floor + (1 - floor) * s / m).astype(np.float32)
+    return (np.full(len(s), floor, dtype=np.float32) if m <= 0
+            else (floor + (1 - floor) * s / m).astype(np.float32))
 
 # %% ../../nbs/07_cgrag.ipynb #c4e4a4c4
 def _lesegr_classes():
-    "The torch classes, built on first use so that importing this module needs neither torch nor torch-geometric."
+    """The torch classes, built on first use so that importing this module needs neither torch
+    nor torch-geometric."""
     import torch
     from torch import nn
     from torch_geometric.nn import GCNConv, MessagePassing
     from torch_geometric.utils import softmax as edge_softmax
 
     class LeSeGRLayer(MessagePassing):
-        "h_i ← Σ_j a_ij · δ_j · α_ij · h_j over i's incoming edges and itself (the edge index must hold the self loops)."
+        """h_i ← Σ_j a_ij · δ_j · α_ij · h_j over i's incoming edges and itself (the edge index
+        must hold the self loops)."""
         def __init__(self, dim: int, heads: int = 4):
             super().__init__(aggr='add', node_dim=0)
             if dim % heads: raise ValueError(f'dim {dim} is not divisible by {heads} heads')
@@ -224,27 +262,35 @@ def _lesegr_classes():
             src, dst = edge_index
             q = self.wq(h).view(-1, self.heads, self.dh)[dst]
             k = self.wk(h).view(-1, self.heads, self.dh)[src]
-            att = edge_softmax((q * k).sum(-1) / math.sqrt(self.dh), dst, num_nodes=h.size(0)).mean(-1)   # (E,)
+            # (E,)
+            att = edge_softmax((q * k).sum(-1) / math.sqrt(self.dh), dst,
+                               num_nodes=h.size(0)).mean(-1)
             return self.propagate(edge_index, x=h, w=att * gate)
 
         def message(self, x_j, w): return w.unsqueeze(-1) * x_j
 
     class LeSeGR(nn.Module):
-        "Layers of LeSeGRLayer sharing one α network; `scores` ranks the chunks of a (sub)graph for one query."
+        """Layers of LeSeGRLayer sharing one α network; `scores` ranks the chunks of a (sub)graph
+        for one query."""
         def __init__(self, dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64,
-                     use_delta: bool = True, use_alpha: bool = True):      # False: that factor of the gate is 1 (ablations)
+                     use_delta: bool = True,
+                     use_alpha: bool = True):      # False: that factor of the gate is 1 (ablations)
             super().__init__()
-            self.config = {'model': 'lesegr', 'dim': dim, 'layers': layers, 'heads': heads, 'alpha_hidden': alpha_hidden,
+            self.config = {'model': 'lesegr', 'dim': dim, 'layers': layers, 'heads': heads,
+                           'alpha_hidden': alpha_hidden,
                            'use_delta': use_delta, 'use_alpha': use_alpha}
             self.use_delta, self.use_alpha = use_delta, use_alpha
-            self.alpha = nn.Sequential(nn.Linear(dim, alpha_hidden), nn.ReLU(), nn.Linear(alpha_hidden, 1))
+            self.alpha = nn.Sequential(nn.Linear(dim, alpha_hidden), nn.ReLU(),
+                                       nn.Linear(alpha_hidden, 1))
             self.layers = nn.ModuleList(LeSeGRLayer(dim, heads) for _ in range(layers))
-            self.logit_scale = nn.Parameter(torch.tensor(math.log(4.0)))    # a temperature for training; ranks do not depend on it
+            # a temperature for training; ranks do not depend on it
+            self.logit_scale = nn.Parameter(torch.tensor(math.log(4.0)))
 
         def gates(self, c, delta, edge_index):
             "δ_src · α_{dst,src} per edge, α = 1 on self loops."
             src, dst = edge_index
-            a = torch.sigmoid(self.alpha(c[dst] - c[src])).squeeze(-1) if self.use_alpha else torch.ones(len(src))
+            a = (torch.sigmoid(self.alpha(c[dst] - c[src])).squeeze(-1) if self.use_alpha
+                 else torch.ones(len(src)))
             d = delta[src] if self.use_delta else torch.ones_like(a)
             return d * torch.where(src == dst, torch.ones_like(a), a)
 
@@ -257,11 +303,14 @@ def _lesegr_classes():
         def scores(self, q, c, delta, edge_index): return self(c, delta, edge_index) @ q
 
     class GCNRanker(nn.Module):
-        "The graph baseline: torch-geometric's GCNConv layers, each added to its input; the query never enters message passing."
+        """The graph baseline: torch-geometric's GCNConv layers, each added to its input; the
+        query never enters message passing."""
         def __init__(self, dim: int = 384, layers: int = 2):
             super().__init__()
             self.config = {'model': 'gcn', 'dim': dim, 'layers': layers}
-            self.convs = nn.ModuleList(GCNConv(dim, dim, add_self_loops=False) for _ in range(layers))   # the index has them
+            # the index has them
+            self.convs = nn.ModuleList(GCNConv(dim, dim, add_self_loops=False)
+                                       for _ in range(layers))
             self.logit_scale = nn.Parameter(torch.tensor(math.log(4.0)))
 
         def forward(self, c, delta, edge_index):
@@ -274,14 +323,18 @@ def _lesegr_classes():
     return LeSeGRLayer, LeSeGR, GCNRanker
 
 def with_self_loops(src, dst, n: int):
-    "The edge index (2, E + n) of src → dst plus one self loop per node (torch-geometric's `add_self_loops`)."
+    """The edge index (2, E + n) of src → dst plus one self loop per node (torch-geometric's
+    `add_self_loops`)."""
     import torch
     from torch_geometric.utils import add_self_loops
-    ei = torch.from_numpy(np.stack([np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)]))
+    ei = torch.from_numpy(np
+                          .stack([np.asarray(src, dtype=np.int64),
+                                  np.asarray(dst, dtype=np.int64)]))
     return add_self_loops(ei, num_nodes=n)[0]
 
-def new_lesegr(dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64, seed: int = 0,
-               model: str = 'lesegr',                           # 'lesegr' | 'gcn' (the graph baseline)
+def new_lesegr(dim: int = 384, layers: int = 2, heads: int = 4, alpha_hidden: int = 64,
+               seed: int = 0,
+               model: str = 'lesegr',  # 'lesegr' | 'gcn' (the graph baseline)
                use_delta: bool = True, use_alpha: bool = True):
     "A LeSeGR model (or the GCN baseline) with its weights drawn from `seed`."
     import torch
@@ -300,11 +353,13 @@ def model_from_config(config: dict):
 # %% ../../nbs/07_cgrag.ipynb #6969e3ff
 def fusion_scores(q: np.ndarray, vecs: np.ndarray, delta: np.ndarray, layers: int) -> np.ndarray:
     "What LeSeGR reduces to without edges (Proposition 4.1): (1 + δ)^K · (q · c) per chunk."
-    return (1 + delta.astype(np.float64)) ** layers * (vecs.astype(np.float64) @ q.astype(np.float64))
+    return ((1 + delta.astype(np.float64)) ** layers * (vecs.astype(np.float64) @ q
+                                                        .astype(np.float64)))
 
 # %% ../../nbs/07_cgrag.ipynb #04fcad5b
 def candidate_subgraph(graph: ChunkGraph, seeds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "(node rows, local src, local dst): `seeds` plus every chunk with an edge into a seed, and the edges among those nodes."
+    """(node rows, local src, local dst): `seeds` plus every chunk with an edge into a seed, and
+    the edges among those nodes."""
     seeds = np.unique(np.asarray(seeds, dtype=np.int64))
     into = np.isin(graph.dst, seeds)
     nodes = np.unique(np.concatenate([seeds, graph.src[into]]))
@@ -315,35 +370,45 @@ def candidate_subgraph(graph: ChunkGraph, seeds) -> tuple[np.ndarray, np.ndarray
     return nodes, (to_local(s) if len(s) else s), (to_local(d) if len(d) else d)
 
 def first_stage(q_vec: np.ndarray, sparse: np.ndarray, vecs: np.ndarray, n: int) -> np.ndarray:
-    "Rows of the top-n chunks by dense score and the top-n by sparse score (those with a positive one), as one set."
+    """Rows of the top-n chunks by dense score and the top-n by sparse score (those with a
+    positive one), as one set."""
     dense = np.argsort(-(vecs @ q_vec), kind='stable')[:n]
     pos = np.flatnonzero(sparse > 0)
     sp = pos[np.argsort(-sparse[pos], kind='stable')[:n]]
     return np.unique(np.concatenate([dense, sp]))
 
-def question_subgraph(graph: ChunkGraph, vecs, q_vec, sparse, n_candidates: int, floor: float = DELTA_FLOOR) -> tuple:
+def question_subgraph(graph: ChunkGraph, vecs, q_vec, sparse, n_candidates: int,
+                      floor: float = DELTA_FLOOR) -> tuple:
     "(node rows, edge index with self loops, δ of the nodes) of one question's candidate subgraph."
     nodes, s, d = candidate_subgraph(graph, first_stage(q_vec, sparse, vecs, n_candidates))
     return nodes, with_self_loops(s, d, len(nodes)), query_delta(sparse[nodes], floor)
 
-def _subgraph_scores(model, graph: ChunkGraph, vecs, q_vec, sparse, n_candidates: int, floor: float = DELTA_FLOOR):
+def _subgraph_scores(model, graph: ChunkGraph, vecs, q_vec, sparse, n_candidates: int,
+                     floor: float = DELTA_FLOOR):
     "(node rows, their scores as a torch tensor) for one question."
     import torch
     nodes, ei, delta = question_subgraph(graph, vecs, q_vec, sparse, n_candidates, floor)
-    return nodes, model.scores(torch.from_numpy(q_vec), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), ei)
+    return (nodes,
+            model
+            .scores(torch.from_numpy(q_vec), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta),
+                    ei))
 
 # %% ../../nbs/07_cgrag.ipynb #5e1a0c02
 GRAPH_FILE, VECTORS_FILE = 'graph.npz', 'vectors.npy'
 
 def save_graph(graph: ChunkGraph, path) -> None:
-    "Write a chunk graph to one .npz file (the caller writes it inside a temporary folder that it then swaps into place)."
-    np.savez(path, ids=np.asarray(graph.ids, dtype=str), paper_of=np.asarray(graph.paper_of, dtype=str), src=graph.src,
-             dst=graph.dst, kind=graph.kind, weight=graph.weight, info=np.asarray(json.dumps(graph.info)))
+    """Write a chunk graph to one .npz file (the caller writes it inside a temporary folder that
+    it then swaps into place)."""
+    np.savez(path, ids=np.asarray(graph.ids, dtype=str),
+             paper_of=np.asarray(graph.paper_of, dtype=str), src=graph.src,
+             dst=graph.dst, kind=graph.kind, weight=graph.weight,
+             info=np.asarray(json.dumps(graph.info)))
 
 def load_graph(path) -> ChunkGraph:
     "The chunk graph `save_graph` wrote."
     with np.load(path, allow_pickle=False) as z:
-        return ChunkGraph(z['ids'].tolist(), z['paper_of'].tolist(), z['src'], z['dst'], z['kind'], z['weight'],
+        return ChunkGraph(z['ids'].tolist(), z['paper_of'].tolist(), z['src'], z['dst'], z['kind'],
+                          z['weight'],
                           json.loads(str(z['info'])))
 
 # %% ../../nbs/07_cgrag.ipynb #0e989e8e
@@ -363,16 +428,19 @@ def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
                  questions: list,              # [(question text, {gold chunk ids})]
                  q_vecs: np.ndarray,           # the questions' dense vectors, same order
                  out_dir, epochs: int = 3, lr: float = 1e-3, weight_decay: float = 0.01,
-                 layers: int = 2, heads: int = 4, alpha_hidden: int = 64, n_candidates: int = 30, seed: int = 0,
-                 **model_opts) -> dict:                  # for `new_lesegr`: model='gcn', use_delta=False, use_alpha=False
-    "Train LeSeGR on `questions` and write the model folder atomically; returns the training record."
+                 layers: int = 2, heads: int = 4, alpha_hidden: int = 64, n_candidates: int = 30,
+                 seed: int = 0,
+                 **model_opts) -> dict:  # for `new_lesegr`: model='gcn', use_delta=False, use_alpha=False
+    """Train LeSeGR on `questions` and write the model folder atomically; returns the training
+    record."""
     import torch, shutil, os
     out = Path(out_dir)
     t0 = time.perf_counter()
     vecs = np.asarray(vecs, dtype=np.float32)
     items = []
     for (text, gold), qv in zip(questions, np.asarray(q_vecs, dtype=np.float32)):
-        sparse = bm25.scores(text).astype(np.float32) if bm25 is not None else np.zeros(len(vecs), np.float32)
+        sparse = (bm25.scores(text).astype(np.float32) if bm25 is not None
+                  else np.zeros(len(vecs), np.float32))
         nodes, ei, delta = question_subgraph(graph, vecs, qv, sparse, n_candidates)
         g = [i for i, r in enumerate(nodes) if graph.ids[r] in gold]
         if g: items.append((qv, nodes, ei, delta, g))
@@ -384,13 +452,16 @@ def train_lesegr(graph: ChunkGraph, vecs: np.ndarray, bm25,
         order = list(range(len(items))); rng.shuffle(order); tot = 0.0
         for k in order:
             qv, nodes, ei, delta, g = items[k]
-            sc = model.scores(torch.from_numpy(qv), torch.from_numpy(vecs[nodes]), torch.from_numpy(delta), ei)
+            sc = model.scores(torch.from_numpy(qv), torch.from_numpy(vecs[nodes]),
+                              torch.from_numpy(delta), ei)
             loss = subgraph_loss(model, sc, g)
             opt.zero_grad(); loss.backward(); opt.step(); tot += float(loss.detach())
         losses.append(round(tot / max(len(items), 1), 5))
-    rec = {'kind': 'scholarqa.lesegr', 'config': model.config, 'seed': seed, 'epochs': epochs, 'lr': lr,
+    rec = {'kind': 'scholarqa.lesegr', 'config': model.config, 'seed': seed, 'epochs': epochs,
+           'lr': lr,
            'weight_decay': weight_decay, 'n_candidates': n_candidates, 'delta_floor': DELTA_FLOOR,
-           'questions': len(questions), 'trained_on': len(items), 'skipped_gold_outside_subgraph': skipped,
+           'questions': len(questions), 'trained_on': len(items),
+           'skipped_gold_outside_subgraph': skipped,
            'losses': losses, 'graph': {'chunks': len(graph), **graph.counts(), **graph.info},
            'seconds': round(time.perf_counter() - t0, 1)}
     tmp = out.with_name(f'.{out.name}.tmp-{os.getpid()}')
@@ -408,7 +479,9 @@ def load_lesegr(path):
     "(model, record) from a folder `train_lesegr` wrote; a clear error for anything else."
     import torch
     p = settled(Path(path))
-    if not (p / LESEGR_RECORD).is_file(): raise FileNotFoundError(f'{path}: not a LeSeGR model folder (no {LESEGR_RECORD}); train one first')
+    if not (p / LESEGR_RECORD).is_file():
+        raise FileNotFoundError(f'{path}: not a LeSeGR model folder (no {LESEGR_RECORD}); train '
+                                'one first')
     rec = json.loads((p / LESEGR_RECORD).read_text(encoding='utf-8'))
     model = model_from_config(rec['config'])
     model.load_state_dict(torch.load(p / 'lesegr.pt', map_location='cpu', weights_only=True))
@@ -416,13 +489,16 @@ def load_lesegr(path):
 
 # %% ../../nbs/07_cgrag.ipynb #5e1a0c05
 def index_chunk_graph(store, top_n: int = 4, inter: str = 'both', proxy_k: int = 3,
-                      papers=None) -> tuple:          # the index's papers; None: reloaded from the corpus it was built from
-    "(chunk graph, chunk vectors) over an index's chunks; the papers give section numbers and citations when known."
+                      papers=None) -> tuple:  # the index's papers; None: reloaded from the corpus it was built from
+    """(chunk graph, chunk vectors) over an index's chunks; the papers give section numbers and
+    citations when known."""
     if papers is None:
         try: papers = store.papers()
-        except ValueError: papers = []                   # the index does not know its corpus: no numbering, no citations
+        # the index does not know its corpus: no numbering, no citations
+        except ValueError: papers = []
     vecs = np.asarray(store.encoder.encode_chunks(store.chunks), dtype=np.float32)
-    graph = build_chunk_graph(papers, store.chunks, vecs, store.bm25(), top_n=top_n, inter=inter, proxy_k=proxy_k)
+    graph = build_chunk_graph(papers, store.chunks, vecs, store.bm25(), top_n=top_n, inter=inter,
+                              proxy_k=proxy_k)
     graph.info['papers_known'] = bool(papers)
     return graph, vecs
 
@@ -437,50 +513,64 @@ def read_training_questions(path, chunks) -> tuple[list, list]:
         if not line.strip(): continue
         try:
             rec = json.loads(line)
-            if not isinstance(rec, dict) or not isinstance(rec.get('question'), str) or not rec['question'].strip():
+            if (not isinstance(rec, dict) or not isinstance(rec.get('question'), str)
+                or not rec['question'].strip()):
                 raise ValueError('no non-empty "question" string')
             gold = set(rec.get('gold_chunks') or []) & have
             for p in rec.get('gold_papers') or []: gold |= of_paper.get(str(p), set())
-            if not gold: raise ValueError('none of its "gold_chunks" / "gold_papers" is in the index')
+            if not gold:
+                raise ValueError('none of its "gold_chunks" / "gold_papers" is in the index')
             out.append((rec['question'], gold))
         except (ValueError, TypeError) as e: bad.append(f'{path}, line {n}: {e}')
     return out, bad
 
 def pseudo_questions(store, n: int, seed: int = 0, papers=None) -> list:
-    "[(sentence, {gold chunk ids})]: inverse-cloze pseudo-queries from the index's corpus; gold = the index chunks holding the paragraph."
+    """[(sentence, {gold chunk ids})]: inverse-cloze pseudo-queries from the index's corpus; gold
+    = the index chunks holding the paragraph."""
     from scholarqa.retrieval.adapt import ict_examples
     from scholarqa.evaluate import chunk_qrels
-    ex = ict_examples(store.papers() if papers is None else papers, store.encoder.tokenizer, n=n, seed=seed)
-    gold = chunk_qrels({i: {e.paragraph_id} for i, e in enumerate(ex)}, store.chunks)   # paragraph → the chunks overlapping it
+    ex = ict_examples(store.papers() if papers is None else papers, store.encoder.tokenizer, n=n,
+                      seed=seed)
+    # paragraph → the chunks overlapping it
+    gold = chunk_qrels({i: {e.paragraph_id} for i, e in enumerate(ex)}, store.chunks)
     return [(e.query, gold[i]) for i, e in enumerate(ex) if gold[i]]
 
-def train_on_index(store, out_dir, questions: list, top_n: int = 4, inter: str = 'both', papers=None, **train) -> dict:
-    "Build the index's chunk graph, encode `questions` [(text, gold ids)], train LeSeGR and write the model folder."
+def train_on_index(store, out_dir, questions: list, top_n: int = 4, inter: str = 'both',
+                   papers=None, **train) -> dict:
+    """Build the index's chunk graph, encode `questions` [(text, gold ids)], train LeSeGR and
+    write the model folder."""
     graph, vecs = index_chunk_graph(store, top_n=top_n, inter=inter, papers=papers)
-    q_vecs = np.asarray(store.encoder.encode([q for q, _ in questions], use_cache=False), dtype=np.float32)
+    q_vecs = np.asarray(store.encoder.encode([q for q, _ in questions], use_cache=False),
+                        dtype=np.float32)
     return train_lesegr(graph, vecs, store.bm25(), questions, q_vecs, out_dir, **train)
 
 # %% ../../nbs/07_cgrag.ipynb #5e1a0c06
 class LeSeGRRetriever(Retriever):
-    "A trained LeSeGR folder serving an index: each question ranks its own candidate subgraph; hits carry LeSeGR scores."
+    """A trained LeSeGR folder serving an index: each question ranks its own candidate subgraph;
+    hits carry LeSeGR scores."""
     name = 'lesegr'
     def __init__(self, model_dir, chunks: list[Chunk], bm25, query_encoder):
         self.model_dir = p = Path(model_dir)
         self.model, self.record = load_lesegr(p)
         if not (p / GRAPH_FILE).is_file() or not (p / VECTORS_FILE).is_file():
-            raise FileNotFoundError(f'{model_dir}: a LeSeGR folder without its {GRAPH_FILE} and {VECTORS_FILE} (written by an older '
+            raise FileNotFoundError(f'{model_dir}: a LeSeGR folder without its {GRAPH_FILE} and '
+                                    f'{VECTORS_FILE} (written by an older '
                                     'version): train it again')
         self.graph, self.vecs = load_graph(p / GRAPH_FILE), np.load(p / VECTORS_FILE)
         by_id = {c.id: c for c in chunks}
         differ = len(set(by_id) ^ set(self.graph.ids))
         if differ:
-            raise ValueError(f'{model_dir} was trained over other chunks than this index holds ({differ} chunk ids are in only one '
-                             f'of them): train it again with `scholarqa train lesegr INDEX -o out={model_dir}`')
-        self.chunks = [by_id[i] for i in self.graph.ids]      # graph rows, whatever order the index keeps
+            raise ValueError(f'{model_dir} was trained over other chunks than this index holds '
+                             f'({differ} chunk ids are in only one '
+                             'of them): train it again with `scholarqa train lesegr INDEX -o '
+                             f'out={model_dir}`')
+        # graph rows, whatever order the index keeps
+        self.chunks = [by_id[i] for i in self.graph.ids]
         self.bm25, self.qenc = bm25, query_encoder
         self.n_candidates, self.floor = self.record['n_candidates'], self.record['delta_floor']
         row = {cid: i for i, cid in enumerate(self.graph.ids)}
-        rows = np.asarray([row[c.id] for c in bm25.chunks], dtype=np.int64)     # BM25's rows in graph order
+        # BM25's rows in graph order
+        rows = np.asarray([row[c.id] for c in bm25.chunks], dtype=np.int64)
         self._rows = None if np.array_equal(rows, np.arange(len(rows))) else rows
 
     def sparse(self, query: str) -> np.ndarray:
@@ -494,18 +584,24 @@ class LeSeGRRetriever(Retriever):
         import torch
         q = np.asarray(self.qenc.encode([query]), dtype=np.float32)[0]
         with torch.no_grad():
-            nodes, sc = _subgraph_scores(self.model, self.graph, self.vecs, q, self.sparse(query), self.n_candidates, self.floor)
+            nodes, sc = _subgraph_scores(self.model, self.graph, self.vecs, q, self.sparse(query),
+                                         self.n_candidates, self.floor)
         sc = sc.numpy()
-        return [Hit(self.chunks[nodes[i]], float(sc[i]), self.name) for i in np.argsort(-sc, kind='stable')[:k]]
+        return [Hit(self.chunks[nodes[i]], float(sc[i]), self.name)
+                for i in np.argsort(-sc, kind='stable')[:k]]
 
-LESEGR_DIR = 'lesegr'       # where `scholarqa train lesegr` puts the model inside an index unless told otherwise
+# where `scholarqa train lesegr` puts the model inside an index unless told otherwise
+LESEGR_DIR = 'lesegr'
 
-@register_retriever('lesegr', 'chunks ranked by LeSeGR on a candidate subgraph of the chunk citation graph (seed 003); '
+@register_retriever('lesegr',
+                    'chunks ranked by LeSeGR on a candidate subgraph of the chunk citation graph '
+                    '(seed 003); '
                     'needs INDEX/lesegr (or --model) from `scholarqa train lesegr`')
 def _store_lesegr(store, model=None) -> LeSeGRRetriever:
     path = Path(model) if model is not None else Path(store.path) / LESEGR_DIR
     if not (path / LESEGR_RECORD).is_file():
-        raise FileNotFoundError(f'{path} holds no LeSeGR model: train one with `scholarqa train lesegr {store.path} -o pseudo=500'
+        raise FileNotFoundError(f'{path} holds no LeSeGR model: train one with `scholarqa train '
+                                f'lesegr {store.path} -o pseudo=500'
                                 f'{"" if model is None else f" -o out={path}"}`')
     return LeSeGRRetriever(path, store.chunks, store.bm25(), store.query_encoder())
 
@@ -517,36 +613,54 @@ def train_lesegr_method(index,                          # the index folder (or a
                         inter: str = 'both',            # inter-paper edges: 'citation', 'proxy', 'both' or 'none'
                         top_n: int = 4,                 # chunks of a linked paper each chunk takes in (the seed's n)
                         epochs: int = 3, layers: int = 2, seed: int = 0,
-                        papers=None,                    # the index's Paper objects; None: its corpus folder
+                        papers=None,  # the index's Paper objects; None: its corpus folder
                         **options) -> dict:
-    "The `train` hook of `lesegr`: build the index's chunk graph, train LeSeGR, write the model folder; returns the record."
+    """The `train` hook of `lesegr`: build the index's chunk graph, train LeSeGR, write the model
+    folder; returns the record."""
     check_options('lesegr', options)
-    for flag, v in (('epochs', epochs), ('layers', layers), ('top-n', top_n), ('pseudo', pseudo), ('seed', seed)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)): raise MethodOptionError(f'--{flag} must be a whole number, not {v!r}')
-        if v is not None and flag != 'seed' and v < 1: raise MethodOptionError(f'--{flag} must be at least 1')
-    if inter not in ('citation', 'proxy', 'both', 'none'): raise MethodOptionError(f"--inter must be 'citation', 'proxy', 'both' or 'none', not {inter!r}")
-    if questions is not None and pseudo is not None: raise MethodOptionError('--questions and --pseudo exclude each other: train on a questions file or on pseudo-queries')
+    for flag, v in (('epochs', epochs), ('layers', layers), ('top-n', top_n), ('pseudo', pseudo),
+                    ('seed', seed)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise MethodOptionError(f'--{flag} must be a whole number, not {v!r}')
+        if v is not None and flag != 'seed' and v < 1:
+            raise MethodOptionError(f'--{flag} must be at least 1')
+    if inter not in ('citation', 'proxy', 'both', 'none'):
+        raise MethodOptionError("--inter must be 'citation', 'proxy', 'both' or 'none', not "
+                                f"{inter!r}")
+    if questions is not None and pseudo is not None:
+        raise MethodOptionError('--questions and --pseudo exclude each other: train on a questions '
+                                'file or on pseudo-queries')
     from scholarqa.retrieval.store import IndexStore
     store = IndexStore.load(index) if isinstance(index, (str, os.PathLike)) else index
     bad = []
     if questions is not None:
-        try: qs, bad = read_training_questions(str(questions), store.chunks)
-        except (OSError, UnicodeDecodeError) as e: raise MethodOptionError(f'cannot read {questions}: {e}') from None
-    else: qs = pseudo_questions(store, pseudo or 500, seed=seed, papers=papers)   # a ValueError when the index knows no corpus and no papers are given
+        try:
+            qs, bad = read_training_questions(str(questions), store.chunks)
+        except (OSError, UnicodeDecodeError) as e:
+            raise MethodOptionError(f'cannot read {questions}: {e}') from None
+    # a ValueError when the index knows no corpus and no papers are given
+    else: qs = pseudo_questions(store, pseudo or 500, seed=seed, papers=papers)
     for b in bad: print(f'lesegr train: skipped {b}', file=sys.stderr)
     if not qs: raise MethodOptionError('no usable training question')
     out = Path(out) if out else Path(store.path) / LESEGR_DIR
-    rec = train_on_index(store, out, qs, top_n=top_n, inter=inter, papers=papers, epochs=epochs, layers=layers, seed=seed)
-    return {**rec, 'out': str(out), 'folder': str(out), 'skipped_lines': bad}   # folder: where `scholarqa train` says it trained
+    rec = train_on_index(store, out, qs, top_n=top_n, inter=inter, papers=papers, epochs=epochs,
+                         layers=layers, seed=seed)
+    # folder: where `scholarqa train` says it trained
+    return {**rec, 'out': str(out), 'folder': str(out), 'skipped_lines': bad}
 
 def lesegr_inputs(index, model=None, **options) -> dict:
     "What LeSeGR reads beyond its index, for an answer cache's key: its trained model folder."
-    return {'lesegr': folder_signature(Path(model) if model is not None else Path(getattr(index, 'path', index)) / LESEGR_DIR)}
+    return {'lesegr': folder_signature(Path(model) if model is not None
+                                       else Path(getattr(index, 'path', index)) / LESEGR_DIR)}
 
-@register_method('lesegr', "CG-RAG (seed 003): LeSeGR's passages from the index's chunk citation graph, answered by the generator",
-                 train=train_lesegr_method, inputs=lesegr_inputs, decompose=True)    # decomposition won on dev behind it (02q_two_paper_experiment)
-def _lesegr_method(store, model=None,                   # the LeSeGR model folder (default INDEX/lesegr)
+@register_method('lesegr',
+                 "CG-RAG (seed 003): LeSeGR's passages from the index's chunk citation graph, "
+                 "answered by the generator",
+                 # decomposition won on dev behind it (02q_two_paper_experiment)
+                 train=train_lesegr_method, inputs=lesegr_inputs, decompose=True)
+def _lesegr_method(store, model=None,  # the LeSeGR model folder (default INDEX/lesegr)
                    mode: str = 'direct', max_tokens: int = 256, **options) -> RetrieverMethod:
     check_options('lesegr', options)
     retriever = store.retriever('lesegr', **({} if model is None else {'model': model}))
-    return RetrieverMethod(retriever, 'lesegr', store.query_encoder(), mode, max_tokens)   # 03d's answer step
+    # 03d's answer step
+    return RetrieverMethod(retriever, 'lesegr', store.query_encoder(), mode, max_tokens)

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text, replace_dir, settled, writes
+from ..doc import (
+    atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text,
+    replace_dir, settled, writes)
 from ..doc import progress as show_progress
 from ..datasets import Dataset, DatasetUnavailable, load_dataset, resolved_citation_edges
 from ..retrieval.base import Chunk, Hit, Retriever, register_retriever
@@ -37,34 +39,40 @@ __all__ = ['SPLITS', 'MEMO_MAX', 'MODEL_MARKER', 'MODEL_VERSION', 'SINGLE_CHANNE
 # %% ../../nbs/06_multichannel.ipynb #662a54bc
 @dataclass
 class AQAQuery:
-    "One academic question: a short question, a longer body and the candidate papers that answer it."
+    """One academic question: a short question, a longer body and the candidate papers that
+    answer it."""
     id: str
     question: str
     body: str = ''
     pids: list = field(default_factory=list)      # relevant candidate paper ids
-    exclude: list = field(default_factory=list)   # candidates never to return for it (its own paper and that paper's twins)
+    # candidates never to return for it (its own paper and that paper's twins)
+    exclude: list = field(default_factory=list)
     def text(self) -> str: return f'{self.question} {self.body}'.strip()
 
 @dataclass
 class AQATask:
-    "Candidate papers, the citation graph a model may see, and the queries split train / dev / test."
+    """Candidate papers, the citation graph a model may see, and the queries split train / dev /
+    test."""
     name: str
     papers: dict              # candidate paper id -> {'title': str, 'body': str}, in a fixed order
-    edges: list               # (citing, cited) between candidate papers: the only graph a model sees
+    edges: list  # (citing, cited) between candidate papers: the only graph a model sees
     queries: dict             # 'train' | 'dev' | 'test' -> [AQAQuery]
     stats: dict = field(default_factory=dict)
     seed: int = 0
     def __repr__(self):
-        return (f"AQATask({self.name!r}: {len(self.papers)} candidate papers, {len(self.edges)} edges, "
+        return (f"AQATask({self.name!r}: {len(self.papers)} candidate papers, {len(self.edges)} "
+                "edges, "
                 + ', '.join(f'{len(v)} {k}' for k, v in self.queries.items()) + ' queries)')
     def paper_text(self, pid: str) -> str:
         p = self.papers[pid]
         return f"{p['title']} {p['body']}".strip()
 
 # %% ../../nbs/06_multichannel.ipynb #6404df05
-def paper_question(paper, n_terms: int = 5,          # bag-of-terms papers: this many top terms form the "title"
+def paper_question(paper,
+                   n_terms: int = 5,  # bag-of-terms papers: this many top terms form the "title"
                    max_body_chars: int = 2000) -> tuple[str, str]:
-    "A paper as (question, body): title and abstract; for a bag of TF-IDF terms (CoRA), its top terms and the rest by weight."
+    """A paper as (question, body): title and abstract; for a bag of TF-IDF terms (CoRA), its top
+    terms and the rest by weight."""
     tfidf = paper.metadata.get('tfidf')
     if paper.metadata.get('pseudo_title') and tfidf:
         terms = [t for t, _ in sorted(tfidf.items(), key=lambda x: (-x[1], x[0]))]
@@ -83,8 +91,10 @@ def aqa_from_citation_graph(ds: Dataset, seed: int = 0,
                             fractions=(0.7, 0.1, 0.2),   # train / dev / test share of the query papers
                             min_chars: int = 20,         # a paper with less text than this is not a candidate
                             n_terms: int = 5) -> AQATask:
-    "A leak-free AQA task from a citation graph: query = a citing paper, answers = the papers it cites (see above)."
-    if abs(sum(fractions) - 1) > 1e-9: raise ValueError(f'split fractions must sum to 1, not {fractions}')
+    """A leak-free AQA task from a citation graph: query = a citing paper, answers = the papers
+    it cites (see above)."""
+    if abs(sum(fractions) - 1) > 1e-9:
+        raise ValueError(f'split fractions must sum to 1, not {fractions}')
     stats = Counter()
     texts = {}
     for p in ds.papers:
@@ -100,14 +110,18 @@ def aqa_from_citation_graph(ds: Dataset, seed: int = 0,
         if a not in texts or b not in texts: stats['edges_to_papers_without_text'] += 1; continue
         cites[a].append(b)
     by_text = defaultdict(list)
-    for pid, (q, b) in texts.items(): by_text[blake2b_hex(normalise_text(f'{q} {b}').lower())].append(pid)
+    for pid, (q, b) in texts.items():
+        by_text[blake2b_hex(normalise_text(f'{q} {b}').lower())].append(pid)
     twins = {pid: g for g in by_text.values() for pid in g}
     stats['twin_groups'] = sum(len(g) > 1 for g in by_text.values())
     query_papers = sorted(cites)
-    if not query_papers: raise ValueError(f'{ds.name}: no citation edge between papers with text, so there are no questions')
+    if not query_papers:
+        raise ValueError(f'{ds.name}: no citation edge between papers with text, so there are no '
+                         'questions')
     random.Random(seed).shuffle(query_papers)
     n_train, n_dev = _split_counts(len(query_papers), fractions)
-    split_of = {pid: ('train' if i < n_train else 'dev' if i < n_train + n_dev else 'test') for i, pid in enumerate(query_papers)}
+    split_of = {pid: ('train' if i < n_train else 'dev' if i < n_train + n_dev else 'test')
+                for i, pid in enumerate(query_papers)}
     removed = {t for pid, s in split_of.items() if s != 'train' for t in twins[pid]}
     papers = {pid: {'title': q, 'body': b} for pid, (q, b) in texts.items() if pid not in removed}
     edges = [(a, b) for a in cites for b in cites[a] if a in papers and b in papers]
@@ -116,29 +130,41 @@ def aqa_from_citation_graph(ds: Dataset, seed: int = 0,
         s = split_of[pid]
         rel = [b for b in cites[pid] if b in papers and b not in twins[pid]]
         if not rel: stats[f'{s}_queries_without_answers'] += 1; continue
-        queries[s].append(AQAQuery(pid, *texts[pid], pids=rel, exclude=sorted(t for t in twins[pid] if t in papers)))
-    stats.update({'papers_with_text': len(texts), 'held_out_papers_removed': len(removed), 'candidate_papers': len(papers),
+        queries[s].append(AQAQuery(pid, *texts[pid], pids=rel,
+                                   exclude=sorted(t for t in twins[pid] if t in papers)))
+    stats.update({'papers_with_text': len(texts), 'held_out_papers_removed': len(removed),
+                  'candidate_papers': len(papers),
                   'graph_edges': len(edges), 'query_papers': len(query_papers),
                   **{f'{s}_queries': len(queries[s]) for s in SPLITS}})
     return AQATask(ds.name, papers, edges, queries, dict(stats), seed)
 
 # %% ../../nbs/06_multichannel.ipynb #425f3026
 def check_leak_free(task: AQATask) -> dict:
-    "Raise if a dev/test query paper (or its twin) is a candidate, touches a graph edge, or answers itself; else counts."
+    """Raise if a dev/test query paper (or its twin) is a candidate, touches a graph edge, or
+    answers itself; else counts."""
     held = {q.id for s in ('dev', 'test') for q in task.queries.get(s, [])}
-    if held & set(task.papers): raise AssertionError(f'{task.name}: held-out query papers among the candidates: {sorted(held & set(task.papers))[:5]}')
+    if held & set(task.papers):
+        raise AssertionError(f'{task.name}: held-out query papers among the candidates: '
+                             f'{sorted(held & set(task.papers))[:5]}')
     bad = [e for e in task.edges if held & set(e)]
-    if bad: raise AssertionError(f'{task.name}: {len(bad)} graph edges touch held-out query papers, e.g. {bad[:3]}')
-    selfish = [q.id for s in task.queries for q in task.queries[s] if set(q.pids) & ({q.id} | set(q.exclude))]
-    if selfish: raise AssertionError(f'{task.name}: queries answered by their own paper or its twin: {selfish[:5]}')
-    return {'held_out_queries': len(held), 'graph_edges': len(task.edges), 'candidates': len(task.papers)}
+    if bad:
+        raise AssertionError(f'{task.name}: {len(bad)} graph edges touch held-out query papers, '
+                             f'e.g. {bad[:3]}')
+    selfish = [q.id for s in task.queries for q in task.queries[s]
+               if set(q.pids) & ({q.id} | set(q.exclude))]
+    if selfish:
+        raise AssertionError(f'{task.name}: queries answered by their own paper or its twin: '
+                             f'{selfish[:5]}')
+    return {'held_out_queries': len(held), 'graph_edges': len(task.edges),
+            'candidates': len(task.papers)}
 
 def graph_hash(edges) -> str:
     "blake2b of the sorted edge list: two tasks see the same graph iff their hashes agree."
     return blake2b_hex(json.dumps(sorted(map(list, edges))))
 
 def random_edges(ids: list, n: int, seed: int = 0) -> list:
-    "`n` distinct random (a, b) pairs of distinct ids: a graph of the same size with no citation signal (an ablation)."
+    """`n` distinct random (a, b) pairs of distinct ids: a graph of the same size with no
+    citation signal (an ablation)."""
     rng, out = random.Random(seed), set()
     if len(ids) < 2: return []
     n = min(n, len(ids) * (len(ids) - 1))
@@ -147,100 +173,140 @@ def random_edges(ids: list, n: int, seed: int = 0) -> list:
     return sorted(out)
 
 def save_split(task: AQATask, path) -> Path:
-    "Write the task's split (candidates, queries with answers, graph hash, counts) as JSON, atomically."
-    atomic_write_json(path, {'dataset': task.name, 'seed': task.seed, 'stats': task.stats, 'graph_edges_hash': graph_hash(task.edges),
+    """Write the task's split (candidates, queries with answers, graph hash, counts) as JSON,
+    atomically."""
+    atomic_write_json(path,
+                      {'dataset': task.name, 'seed': task.seed, 'stats': task.stats,
+                       'graph_edges_hash': graph_hash(task.edges),
                              'candidates': list(task.papers),
-                             'queries': {s: [{'id': q.id, 'pids': q.pids} for q in qs] for s, qs in task.queries.items()}})
+                             'queries': {s: [{'id': q.id, 'pids': q.pids} for q in qs]
+                                         for s, qs in task.queries.items()}})
     return Path(path)
 
 # %% ../../nbs/06_multichannel.ipynb #951ae663
 def _paper_file(folder: Path) -> Path:
     found = sorted(folder.glob('pid_to_title_abs*.json'))
-    if not found: raise DatasetUnavailable(f'{folder}: no pid_to_title_abs*.json paper file (the OAG-AQA candidate papers)')
+    if not found:
+        raise DatasetUnavailable(f'{folder}: no pid_to_title_abs*.json paper file (the OAG-AQA '
+                                 'candidate papers)')
     return found[0]
 
 def load_oag_aqa(folder, seed: int = 0, fractions=(0.7, 0.1, 0.2)) -> AQATask:
-    "The KDD Cup 2024 OAG-AQA files as an AQATask: `qa_train.txt` questions split seeded, papers from `pid_to_title_abs*.json`."
+    """The KDD Cup 2024 OAG-AQA files as an AQATask: `qa_train.txt` questions split seeded,
+    papers from `pid_to_title_abs*.json`."""
     folder = Path(folder)
     qa_file = folder / 'qa_train.txt'
-    if not qa_file.exists(): raise DatasetUnavailable(f'{folder}: no qa_train.txt (OAG-AQA questions with pids)')
+    if not qa_file.exists():
+        raise DatasetUnavailable(f'{folder}: no qa_train.txt (OAG-AQA questions with pids)')
     raw = json.loads(_paper_file(folder).read_text(encoding='utf-8'))
     stats, errors = Counter(), []
     papers = {}
     for pid, rec in raw.items():
-        if not isinstance(rec, dict) or not (rec.get('title') or rec.get('abstract')): stats['papers_without_text'] += 1; continue
-        papers[str(pid)] = {'title': (rec.get('title') or '').strip(), 'body': (rec.get('abstract') or '').strip()}
+        if not isinstance(rec, dict) or not (rec.get('title') or rec.get('abstract')):
+            stats['papers_without_text'] += 1; continue
+        papers[str(pid)] = {'title': (rec.get('title') or '').strip(),
+                            'body': (rec.get('abstract') or '').strip()}
     edges = []
     for pid, rec in raw.items():
         for r in (rec.get('references') or []) if isinstance(rec, dict) else []:
-            if str(pid) in papers and str(r) in papers and str(r) != str(pid): edges.append((str(pid), str(r)))
+            if (str(pid) in papers and str(r) in papers
+                and str(r) != str(pid)): edges.append((str(pid), str(r)))
             else: stats['references_outside_candidates'] += 1
     queries = []
     for n, line in enumerate(qa_file.read_text(encoding='utf-8').splitlines(), 1):
         if not line.strip(): continue
         try: rec = json.loads(line)
-        except json.JSONDecodeError as e: errors.append(f'{qa_file.name}:{n}: not JSON ({e.msg})'); continue
-        if not isinstance(rec, dict) or not rec.get('question'): errors.append(f'{qa_file.name}:{n}: no "question"'); continue
+        except json.JSONDecodeError as e: errors.append(f'{qa_file.name}:{n}: not JSON '
+                                                        f'({e.msg})'); continue
+        if not isinstance(rec, dict) or not rec.get('question'):
+            errors.append(f'{qa_file.name}:{n}: no "question"'); continue
         pids = [str(p) for p in rec.get('pids') or []]
         known = [p for p in pids if p in papers]
         stats['unknown_pids'] += len(pids) - len(known)
-        if not known: errors.append(f'{qa_file.name}:{n}: none of its pids is a candidate paper'); continue
-        queries.append(AQAQuery(f'q{n}', rec['question'].strip(), (rec.get('body') or '').strip(), known))
+        if not known:
+            errors.append(f'{qa_file.name}:{n}: none of its pids is a candidate paper'); continue
+        queries.append(AQAQuery(f'q{n}', rec['question'].strip(), (rec.get('body') or '').strip(),
+                                known))
     order = list(range(len(queries))); random.Random(seed).shuffle(order)
     n_train, n_dev = _split_counts(len(queries), fractions)
     split = {s: [] for s in SPLITS}
-    for rank, i in enumerate(order): split['train' if rank < n_train else 'dev' if rank < n_train + n_dev else 'test'].append(queries[i])
+    for rank, i in enumerate(order):
+        split['train' if rank < n_train else 'dev' if rank < n_train + n_dev
+              else 'test'].append(queries[i])
     for s in SPLITS: split[s].sort(key=lambda q: int(q.id[1:]))
-    stats.update({'candidate_papers': len(papers), 'graph_edges': len(edges), 'bad_lines': len(errors),
+    stats.update({'candidate_papers': len(papers), 'graph_edges': len(edges),
+                  'bad_lines': len(errors),
                   **{f'{s}_queries': len(split[s]) for s in SPLITS}})
     return AQATask('oag_aqa', papers, edges, split, dict(stats) | {'errors': errors[:20]}, seed)
 
 # %% ../../nbs/06_multichannel.ipynb #9f05ad95
 def write_oag_aqa_fixture(folder) -> Path:
-    "A tiny OAG-AQA-shaped folder (for tests and the lesson): 3 papers, 5 question lines incl. a broken one and a dangling one."
+    """A tiny OAG-AQA-shaped folder (for tests and the lesson): 3 papers, 5 question lines incl.
+    a broken one and a dangling one."""
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
-    papers = {'p1': {'title': 'Graph convolutional networks', 'abstract': 'Semi-supervised classification with graph convolutions.', 'references': ['p2', 'p9']},
-              'p2': {'title': 'Spectral graph theory', 'abstract': 'Eigenvalues of the graph Laplacian.'},
-              'p3': {'title': 'Dense passage retrieval', 'abstract': 'Dual encoders trained with in-batch negatives for open-domain QA.'}}
-    (folder / 'pid_to_title_abs_update_filter.json').write_text(json.dumps(papers), encoding='utf-8')
-    lines = [{'question': 'How do graph convolutions work?', 'body': 'I read about GCNs.', 'pids': ['p1', 'p2']},
+    papers = {'p1': {'title': 'Graph convolutional networks',
+                     'abstract': 'Semi-supervised classification with graph convolutions.',
+                     'references': ['p2', 'p9']},
+              'p2': {'title': 'Spectral graph theory',
+                     'abstract': 'Eigenvalues of the graph Laplacian.'},
+              'p3': {'title': 'Dense passage retrieval',
+                     'abstract': 'Dual encoders trained with in-batch negatives for open-domain '
+                                 'QA.'}}
+    (folder / 'pid_to_title_abs_update_filter.json').write_text(json.dumps(papers),
+                                                                encoding='utf-8')
+    lines = [{'question': 'How do graph convolutions work?', 'body': 'I read about GCNs.',
+              'pids': ['p1', 'p2']},
              {'question': 'Training dual encoders', 'body': 'Which negatives?', 'pids': ['p3']},
              '{"question": "broken',
              {'question': 'Unknown paper', 'body': '', 'pids': ['p404']},
              {'question': 'Laplacian eigenvalues', 'body': 'spectral', 'pids': ['p2']}]
-    (folder / 'qa_train.txt').write_text('\n'.join(l if isinstance(l, str) else json.dumps(l) for l in lines) + '\n', encoding='utf-8')
+    (folder / 'qa_train.txt').write_text('\n'
+                                         .join(l if isinstance(l, str) else json.dumps(l)
+                                               for l in lines) + '\n', encoding='utf-8')
     return folder
 
 # %% ../../nbs/06_multichannel.ipynb #8ddff41a
-_GRAPH_FOLDERS = (('citeseer', 'citeseer_texts.txt.gz', 'citeseer_tag'), ('cora', 'paper_references.json.gz', 'cora_hetero_apex'))
+_GRAPH_FOLDERS = ((('citeseer', 'citeseer_texts.txt.gz', 'citeseer_tag'),
+                   ('cora', 'paper_references.json.gz', 'cora_hetero_apex')))
 
 def load_aqa_task(dataset: str, data_dir=None, seed: int = 0, fractions=(0.7, 0.1, 0.2)) -> AQATask:
-    "An AQATask from a dataset name ('citeseer', 'cora', 'demo') or a folder (OAG-AQA, a dataset folder, an ingested corpus)."
+    """An AQATask from a dataset name ('citeseer', 'cora', 'demo') or a folder (OAG-AQA, a
+    dataset folder, an ingested corpus)."""
     p = Path(dataset)
     if str(dataset) in ('citeseer', 'cora', 'demo') and not p.exists():
         return aqa_from_citation_graph(load_dataset(str(dataset), data_dir), seed, fractions)
-    if not p.is_dir(): raise DatasetUnavailable(f'{dataset}: neither a dataset name (citeseer, cora, demo) nor a folder')
+    if not p.is_dir():
+        raise DatasetUnavailable(f'{dataset}: neither a dataset name (citeseer, cora, demo) nor a '
+                                 'folder')
     if (p / 'qa_train.txt').exists(): return load_oag_aqa(p, seed, fractions)
     for name, marker, sub in _GRAPH_FOLDERS:
         if (p / marker).exists():
-            if p.name != sub: raise DatasetUnavailable(f'{p}: holds the {name} files, but the folder must be named {sub}/')
+            if p.name != sub:
+                raise DatasetUnavailable(f'{p}: holds the {name} files, but the folder must be '
+                                         f'named {sub}/')
             return aqa_from_citation_graph(load_dataset(name, p.parent), seed, fractions)
     from scholarqa.ingest import Corpus, MANIFEST
     if (p / MANIFEST).exists():
         papers = list(Corpus.load(p))
-        return aqa_from_citation_graph(Dataset(p.name, papers, edges=resolved_citation_edges(papers)), seed, fractions)
-    raise DatasetUnavailable(f'{p}: not an OAG-AQA folder (qa_train.txt), a citeseer_tag/ or cora_hetero_apex/ folder, '
+        return aqa_from_citation_graph(Dataset(p.name, papers,
+                                               edges=resolved_citation_edges(papers)), seed,
+                                       fractions)
+    raise DatasetUnavailable(f'{p}: not an OAG-AQA folder (qa_train.txt), a citeseer_tag/ or '
+                             'cora_hetero_apex/ folder, '
                              f'or an ingested corpus ({MANIFEST})')
 
 # %% ../../nbs/06_multichannel.ipynb #0d42e253
 def paper_chunks(task: AQATask) -> list[Chunk]:
-    "One Chunk per candidate paper (title + abstract), in the task's order: what every channel ranks."
-    return [Chunk(pid, task.paper_text(pid), pid, '0', [], 0, 0, source_id=f'{task.name}:{pid}', label=p['title'][:80])
+    """One Chunk per candidate paper (title + abstract), in the task's order: what every channel
+    ranks."""
+    return [Chunk(pid, task.paper_text(pid), pid, '0', [], 0, 0, source_id=f'{task.name}:{pid}',
+                  label=p['title'][:80])
             for pid, p in task.papers.items()]
 
 def top_ids(scores: np.ndarray,            # (n_queries, n_candidates)
             ids: list, k: int, exclude=None) -> list[list[str]]:
-    "Ranked candidate ids per query (best first; ties by candidate order), without each query's `exclude` ids."
+    """Ranked candidate ids per query (best first; ties by candidate order), without each query's
+    `exclude` ids."""
     out = []
     for i, row in enumerate(np.asarray(scores)):
         skip = set(exclude[i]) if exclude is not None else set()
@@ -254,45 +320,62 @@ class BM25Channel:
     "BM25 over the candidates' title + abstract (02b_bm25)."
     name = 'bm25'
     def __init__(self, chunks): self.index = BM25Index(chunks)
-    def scores(self, texts: list[str]) -> np.ndarray: return np.stack([self.index.scores(t) for t in texts]) if texts else np.zeros((0, len(self.index)))
+    def scores(self, texts: list[str]) -> np.ndarray:
+        return (np.stack([self.index.scores(t) for t in texts]) if texts
+                else np.zeros((0, len(self.index))))
 
 MEMO_MAX = 5000       # texts encoded in one call beyond this (a candidate pool) are not memoised
 
 class DenseChannel:
-    "E(q)ᵀE(p) over unit vectors: exact inner-product search with a SentenceTransformer (the seed's NE channel)."
-    def __init__(self, model, chunks, name: str = 'dense', vectors: np.ndarray | None = None, batch_size: int = 64,
+    """E(q)ᵀE(p) over unit vectors: exact inner-product search with a SentenceTransformer (the
+    seed's NE channel)."""
+    def __init__(self, model, chunks, name: str = 'dense', vectors: np.ndarray | None = None,
+                 batch_size: int = 64,
                  max_seq_length: int = 256, progress: bool = True):
         quiet_model_loading()
         from sentence_transformers import SentenceTransformer
-        self.st = model if isinstance(model, SentenceTransformer) else SentenceTransformer(str(model or bundled_minilm_path()), device='cpu')
+        self.st = (model if isinstance(model, SentenceTransformer)
+                   else SentenceTransformer(str(model or bundled_minilm_path()), device='cpu'))
         self.st.max_seq_length = max_seq_length
         self.name, self.batch_size, self.progress, self._memo = name, batch_size, progress, {}
-        self.vectors = vectors if vectors is not None else self.encode([c.text for c in chunks], progress)   # (n_candidates, d)
+        # (n_candidates, d)
+        self.vectors = (vectors if vectors is not None
+                        else self.encode([c.text for c in chunks], progress))
     def encode(self, texts: list[str], show: bool = False) -> np.ndarray:
-        "Unit vectors (len(texts), d), float32; question texts already seen are not encoded again (a per-channel memo)."
+        """Unit vectors (len(texts), d), float32; question texts already seen are not encoded
+        again (a per-channel memo)."""
         texts = list(texts)
         todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if todo:
-            v = np.asarray(self.st.encode(todo, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            v = np.asarray(self.st
+                           .encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
+                                   convert_to_numpy=True,
                                           show_progress_bar=show), np.float32)
             if len(todo) <= MEMO_MAX: self._memo.update(zip(todo, v))
-            else: return v if len(todo) == len(texts) else np.stack([dict(zip(todo, v)).get(t, self._memo.get(t)) for t in texts])
-        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, self.st.get_sentence_embedding_dimension()), np.float32)
+            else: return (v if len(todo) == len(texts) else np
+                          .stack([dict(zip(todo, v)).get(t, self._memo.get(t)) for t in texts]))
+        return (np.stack([self._memo[t] for t in texts]) if texts
+                else np.zeros((0, self.st.get_sentence_embedding_dimension()), np.float32))
     def scores(self, texts: list[str]) -> np.ndarray: return self.encode(texts) @ self.vectors.T
 
 # %% ../../nbs/06_multichannel.ipynb #b1d93504
-def bm25_hard_negatives(task: AQATask, queries: list[AQAQuery], bm25: BM25Channel | None = None, depth: int = 50) -> dict:
-    "{query id: [non-answer candidate ids, best BM25 first]} — the hard negatives of §3.1, mined lexically."
+def bm25_hard_negatives(task: AQATask, queries: list[AQAQuery], bm25: BM25Channel | None = None,
+                        depth: int = 50) -> dict:
+    """{query id: [non-answer candidate ids, best BM25 first]} — the hard negatives of §3.1,
+    mined lexically."""
     bm25 = bm25 or BM25Channel(paper_chunks(task))
     ids, out = list(task.papers), {}
     for q in queries:
         skip = set(q.pids) | set(q.exclude)
-        out[q.id] = [c for c in top_ids(bm25.scores([q.text()]), ids, depth + len(skip))[0] if c not in skip][:depth]
+        out[q.id] = [c for c in top_ids(bm25.scores([q.text()]), ids, depth + len(skip))[0]
+                     if c not in skip][:depth]
     return out
 
-def training_pairs(task: AQATask, split: str = 'train', hard_negatives: bool = True, max_pairs: int | None = None,
+def training_pairs(task: AQATask, split: str = 'train', hard_negatives: bool = True,
+                   max_pairs: int | None = None,
                    seed: int = 0, bm25: BM25Channel | None = None) -> list[dict]:
-    "(anchor = question text, positive = a cited paper's text[, negative = a BM25 hard negative]) rows for the trainer."
+    """(anchor = question text, positive = a cited paper's text[, negative = a BM25 hard
+    negative]) rows for the trainer."""
     qs = task.queries[split]
     negs = bm25_hard_negatives(task, qs, bm25) if hard_negatives else {}
     rows = []
@@ -303,19 +386,23 @@ def training_pairs(task: AQATask, split: str = 'train', hard_negatives: bool = T
                 if not negs[q.id]: continue
                 row['negative'] = task.paper_text(negs[q.id][i % len(negs[q.id])])
             rows.append(row)
-    if max_pairs is not None and len(rows) > max_pairs: rows = random.Random(seed).sample(rows, max_pairs)
+    if max_pairs is not None and len(rows) > max_pairs:
+        rows = random.Random(seed).sample(rows, max_pairs)
     return rows
 
 # %% ../../nbs/06_multichannel.ipynb #1004a24a
 @writes('out_dir')   # one writer at a time on the model folder (00_doc)
 def fine_tune_dense(rows: list[dict], out_dir,
-                    model=None,                   # base: hub name or local folder; None = the bundled MiniLM
-                    epochs: int = 1, batch_size: int = 32, lr: float = 2e-5, warmup: float = 0.1, scale: float = 20.0,
+                    model=None,  # base: hub name or local folder; None = the bundled MiniLM
+                    epochs: int = 1, batch_size: int = 32, lr: float = 2e-5, warmup: float = 0.1,
+                    scale: float = 20.0,
                     max_seq_length: int = 256, seed: int = 0, progress: bool = True) -> dict:
-    "Fine-tune a sentence encoder on (anchor, positive[, negative]) rows with MultipleNegativesRankingLoss; save to `out_dir`."
+    """Fine-tune a sentence encoder on (anchor, positive[, negative]) rows with
+    MultipleNegativesRankingLoss; save to `out_dir`."""
     import torch, transformers
     from datasets import Dataset as HFDataset
-    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments,
+    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
+                                       SentenceTransformerTrainingArguments,
                                        losses)
     from sentence_transformers.training_args import BatchSamplers
     if not rows: raise ValueError(f'fine_tune_dense: no training pairs for {out_dir}')
@@ -327,10 +414,14 @@ def fine_tune_dense(rows: list[dict], out_dir,
     out = Path(out_dir)
     work = out.with_name(f'.{out.name}.trainer-{os.getpid()}')
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(work), num_train_epochs=epochs, per_device_train_batch_size=batch_size, learning_rate=lr,
-        warmup_steps=warmup, seed=seed, data_seed=seed, batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy='no',
-        logging_steps=1, report_to='none', use_cpu=True, disable_tqdm=True, dataloader_num_workers=0)
-    trainer = SentenceTransformerTrainer(model=st, args=args, train_dataset=HFDataset.from_list(rows),
+        output_dir=str(work), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
+        learning_rate=lr,
+        warmup_steps=warmup, seed=seed, data_seed=seed, batch_sampler=BatchSamplers.NO_DUPLICATES,
+        save_strategy='no',
+        logging_steps=1, report_to='none', use_cpu=True, disable_tqdm=True,
+        dataloader_num_workers=0)
+    trainer = SentenceTransformerTrainer(model=st, args=args,
+                                         train_dataset=HFDataset.from_list(rows),
                                          loss=losses.MultipleNegativesRankingLoss(st, scale=scale))
     trainer_progress(trainer, 'NE fine-tuning', enabled=progress)
     trainer.train()
@@ -340,36 +431,47 @@ def fine_tune_dense(rows: list[dict], out_dir,
     tmp = out.with_name(f'.{out.name}.tmp-{os.getpid()}')
     shutil.rmtree(tmp, ignore_errors=True)
     st.save(str(tmp)); replace_dir(tmp, out)
-    return {'base_model': model_identity(base), 'pairs': len(rows), 'hard_negatives': 'negative' in rows[0],
-            'pairs_hash': blake2b_hex(json.dumps(rows, sort_keys=True), 16), 'epochs': epochs, 'batch_size': batch_size,
-            'lr': lr, 'warmup': warmup, 'scale': scale, 'max_seq_length': max_seq_length, 'seed': seed,
+    return {'base_model': model_identity(base), 'pairs': len(rows),
+            'hard_negatives': 'negative' in rows[0],
+            'pairs_hash': blake2b_hex(json.dumps(rows, sort_keys=True), 16), 'epochs': epochs,
+            'batch_size': batch_size,
+            'lr': lr, 'warmup': warmup, 'scale': scale, 'max_seq_length': max_seq_length,
+            'seed': seed,
             'steps': len(losses_), 'loss_first_tenth': float(np.mean(losses_[:tenth])),
-            'loss_last_tenth': float(np.mean(losses_[-tenth:])), 'seconds': round(time.perf_counter() - t0, 1),
+            'loss_last_tenth': float(np.mean(losses_[-tenth:])),
+            'seconds': round(time.perf_counter() - t0, 1),
             'torch_threads': torch.get_num_threads()}
 
 # %% ../../nbs/06_multichannel.ipynb #10d4d79c
 def undirected_edge_index(edges: list, ids: list):
-    "A (2, 2·|E|) long tensor of both directions of every (citing, cited) edge between `ids` (duplicates dropped)."
+    """A (2, 2·|E|) long tensor of both directions of every (citing, cited) edge between `ids`
+    (duplicates dropped)."""
     import torch
     at = {pid: i for i, pid in enumerate(ids)}
-    pairs = sorted({(at[a], at[b]) for a, b in edges if a in at and b in at and a != b} | {(at[b], at[a]) for a, b in edges if a in at and b in at and a != b})
-    return torch.tensor(pairs, dtype=torch.long).T.contiguous() if pairs else torch.zeros((2, 0), dtype=torch.long)
+    pairs = sorted({(at[a], at[b]) for a, b in edges if a in at and b in at
+                    and a != b} | {(at[b], at[a]) for a, b in edges if a in at and b in at
+                                   and a != b})
+    return (torch.tensor(pairs, dtype=torch.long).T.contiguous() if pairs
+            else torch.zeros((2, 0), dtype=torch.long))
 
 def _graph_module():
     import torch
     from torch_geometric.nn import GCNConv
 
     class GraphChannelNet(torch.nn.Module):
-        "H(P) = D̃^-1/2 Ã D̃^-1/2 E(P) W_P + b_P (GCNConv) and EE(q) = E(q) W_Q + b_Q; identity start."
+        """H(P) = D̃^-1/2 Ã D̃^-1/2 E(P) W_P + b_P (GCNConv) and EE(q) = E(q) W_Q + b_Q; identity
+        start."""
         def __init__(self, dim: int, query_map: bool = True):
             super().__init__()
             self.conv = GCNConv(dim, dim, add_self_loops=True, normalize=True, bias=True)
             self.query_map = torch.nn.Linear(dim, dim) if query_map else None
             with torch.no_grad():
                 self.conv.lin.weight.copy_(torch.eye(dim)); self.conv.bias.zero_()
-                if self.query_map is not None: self.query_map.weight.copy_(torch.eye(dim)); self.query_map.bias.zero_()
+                if self.query_map is not None:
+                    self.query_map.weight.copy_(torch.eye(dim)); self.query_map.bias.zero_()
         def papers(self, x, edge_index): return self.conv(x, edge_index)                 # (n, dim)
-        def questions(self, q): return self.query_map(q) if self.query_map is not None else q   # (b, dim)
+        # (b, dim)
+        def questions(self, q): return self.query_map(q) if self.query_map is not None else q
     return GraphChannelNet
 
 def graph_channel_net(dim: int, query_map: bool = True):
@@ -379,7 +481,8 @@ def graph_channel_net(dim: int, query_map: bool = True):
 # %% ../../nbs/06_multichannel.ipynb #b3d97acd
 @dataclass
 class GraphChannelData:
-    "What GE trains and ranks on: the frozen E(P), the graph, and the questions' E(q) with their answers."
+    """What GE trains and ranks on: the frozen E(P), the graph, and the questions' E(q) with
+    their answers."""
     x: np.ndarray             # (n_candidates, d) E(P), unit rows
     ids: list                 # candidate ids, row order of x
     edges: list               # (citing, cited) between candidates
@@ -390,7 +493,8 @@ def _ge_pairs(batch: list[AQAQuery], at: dict):
     for b, q in enumerate(batch):
         pos = [at[p] for p in q.pids if p in at]
         skip = [at[p] for p in q.exclude if p in at]
-        for j in pos: rows.append(b); targets.append(j); mask.append([o for o in pos if o != j] + skip)
+        for j in pos:
+            rows.append(b); targets.append(j); mask.append([o for o in pos if o != j] + skip)
     return rows, targets, mask
 
 def _drop_question_edges(edge_index, nodes: list):
@@ -401,9 +505,12 @@ def _drop_question_edges(edge_index, nodes: list):
 
 def train_graph_channel(data: GraphChannelData, q_vecs: dict,        # query id -> E(q), (d,)
                         train: list[AQAQuery], dev: list[AQAQuery] | None = None,
-                        epochs: int = 30, batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 0.0,
-                        scale: float = 20.0, query_map: bool = True, seed: int = 0, progress: bool = True):
-    "Train W_P, b_P, W_Q, b_Q with the InfoNCE loss (all candidates negative); keep the epoch with the best dev MAP@20."
+                        epochs: int = 30, batch_size: int = 64, lr: float = 1e-3,
+                        weight_decay: float = 0.0,
+                        scale: float = 20.0, query_map: bool = True, seed: int = 0,
+                        progress: bool = True):
+    """Train W_P, b_P, W_Q, b_Q with the InfoNCE loss (all candidates negative); keep the epoch
+    with the best dev MAP@20."""
     import torch
     torch.manual_seed(seed); rng = random.Random(seed)
     at = data.index_of()
@@ -415,8 +522,10 @@ def train_graph_channel(data: GraphChannelData, q_vecs: dict,        # query id 
     t0, curve, best = time.perf_counter(), [], (-1.0, None, 0)
     def dev_map():
         if not dev: return float('nan')
-        ranked = graph_channel_rank(net, x, ei, np.stack([q_vecs[q.id] for q in dev]), data.ids, 20, [q.exclude for q in dev])
-        return evaluate_run({q.id: r for q, r in zip(dev, ranked)}, {q.id: q.pids for q in dev}, ks=(20,))['map@20']
+        ranked = graph_channel_rank(net, x, ei, np.stack([q_vecs[q.id] for q in dev]), data.ids, 20,
+                                    [q.exclude for q in dev])
+        return evaluate_run({q.id: r for q, r in zip(dev, ranked)}, {q.id: q.pids for q in dev},
+                            ks=(20,))['map@20']
     for epoch in show_progress(range(epochs), 'GE training', unit='epochs', enabled=progress):
         order = list(range(len(train))); rng.shuffle(order)
         net.train(); tot, n = 0.0, 0
@@ -425,26 +534,33 @@ def train_graph_channel(data: GraphChannelData, q_vecs: dict,        # query id 
             rows, targets, mask = _ge_pairs(batch, at)
             if not rows: continue
             own = [at[q.id] for q in batch if q.id in at]
-            h = net.papers(x, _drop_question_edges(ei, own))                                  # (n, d)
-            e = net.questions(torch.tensor(np.stack([q_vecs[q.id] for q in batch])))           # (B, d)
-            logits = scale * e[rows] @ h.T                                                     # (pairs, n)
+            h = net.papers(x, _drop_question_edges(ei, own))  # (n, d)
+            e = net.questions(torch.tensor(np.stack([q_vecs[q.id] for q in batch])))  # (B, d)
+            logits = scale * e[rows] @ h.T  # (pairs, n)
             m = torch.zeros_like(logits, dtype=torch.bool)
             for r, cols in enumerate(mask): m[r, cols] = True
-            loss = torch.nn.functional.cross_entropy(logits.masked_fill(m, float('-inf')), torch.tensor(targets))
+            loss = torch.nn.functional.cross_entropy(logits.masked_fill(m, float('-inf')),
+                                                     torch.tensor(targets))
             opt.zero_grad(); loss.backward(); opt.step()
             tot += loss.item() * len(rows); n += len(rows)
         net.eval()
         with torch.no_grad(): score = dev_map()
-        curve.append({'epoch': epoch + 1, 'train_loss': round(tot / max(n, 1), 5), 'dev_map@20': round(score, 5) if dev else None})
-        if not dev or score > best[0]: best = (score, {k: v.clone() for k, v in net.state_dict().items()}, epoch + 1)
+        curve.append({'epoch': epoch + 1, 'train_loss': round(tot / max(n, 1), 5),
+                      'dev_map@20': round(score, 5) if dev else None})
+        if not dev or score > best[0]:
+            best = (score, {k: v.clone() for k, v in net.state_dict().items()}, epoch + 1)
     if best[1] is not None: net.load_state_dict(best[1])
     net.eval()
-    rec = {'epochs': epochs, 'best_epoch': best[2], 'batch_size': batch_size, 'lr': lr, 'weight_decay': weight_decay, 'scale': scale,
-           'query_map': query_map, 'seed': seed, 'train_queries': len(train), 'graph_edges': len(data.edges),
-           'curve': curve, 'seconds': round(time.perf_counter() - t0, 1), 'torch_threads': torch.get_num_threads()}
+    rec = {'epochs': epochs, 'best_epoch': best[2], 'batch_size': batch_size, 'lr': lr,
+           'weight_decay': weight_decay, 'scale': scale,
+           'query_map': query_map, 'seed': seed, 'train_queries': len(train),
+           'graph_edges': len(data.edges),
+           'curve': curve, 'seconds': round(time.perf_counter() - t0, 1),
+           'torch_threads': torch.get_num_threads()}
     return net, rec
 
-def graph_channel_rank(net, x, edge_index, q: np.ndarray, ids: list, k: int, exclude=None) -> list[list[str]]:
+def graph_channel_rank(net, x, edge_index, q: np.ndarray, ids: list, k: int,
+                       exclude=None) -> list[list[str]]:
     "Top-k candidate ids per question under GE: EE(q)ᵀH_p with H on the whole candidate graph."
     import torch
     with torch.no_grad():
@@ -453,11 +569,14 @@ def graph_channel_rank(net, x, edge_index, q: np.ndarray, ids: list, k: int, exc
 
 # %% ../../nbs/06_multichannel.ipynb #dbf96e20
 def _as_hits(ids: list, scores=None) -> list[Hit]:
-    return [Hit(Chunk(i, '', i, '0', [], 0, 0), float(scores[n]) if scores is not None else 1.0 / (n + 1), 'channel')
+    return [Hit(Chunk(i, '', i, '0', [], 0, 0),
+                float(scores[n]) if scores is not None else 1.0 / (n + 1), 'channel')
             for n, i in enumerate(ids)]
 
-def fuse_ids(rankings: list[list[str]], k: int = 60, top: int = 20, how: str = 'rrf', scores: list | None = None) -> list[str]:
-    "Fuse ranked id lists: 'rrf' (Σ 1/(k + rank), 02c_fusion) or 'score' (min–max scores; pass `scores`); the first `top` ids."
+def fuse_ids(rankings: list[list[str]], k: int = 60, top: int = 20, how: str = 'rrf',
+             scores: list | None = None) -> list[str]:
+    """Fuse ranked id lists: 'rrf' (Σ 1/(k + rank), 02c_fusion) or 'score' (min–max scores; pass
+    `scores`); the first `top` ids."""
     if how == 'rrf': fused = reciprocal_rank_fusion([_as_hits(r) for r in rankings], k=k)
     elif how == 'score': fused = score_fusion([_as_hits(r, s) for r, s in zip(rankings, scores)])
     else: raise ValueError(f"fusion must be 'rrf' or 'score', not {how!r}")
@@ -473,7 +592,8 @@ CHANNELS = (*SINGLE_CHANNELS, *FUSED_CHANNELS)
 @dataclass
 class MultiChannelConfig:
     "Every setting of a multi-channel training run (recorded in the model folder)."
-    base_model: str | None = None   # NE's starting encoder: hub name or folder; None = the bundled MiniLM
+    # NE's starting encoder: hub name or folder; None = the bundled MiniLM
+    base_model: str | None = None
     epochs: int = 1                 # NE epochs (the seed: 5, on GPUs)
     batch_size: int = 32
     lr: float = 2e-5
@@ -489,14 +609,19 @@ class MultiChannelConfig:
     top: int = 20                   # the answer: the first `top` of the fused list
 
 def task_to_json(task: AQATask) -> dict:
-    "The task as JSON; papers as a list, because their order is the row order of every candidate matrix."
-    return {'name': task.name, 'seed': task.seed, 'stats': task.stats, 'edges': [list(e) for e in task.edges],
+    """The task as JSON; papers as a list, because their order is the row order of every
+    candidate matrix."""
+    return {'name': task.name, 'seed': task.seed, 'stats': task.stats,
+            'edges': [list(e) for e in task.edges],
             'papers': [{'id': pid, **p} for pid, p in task.papers.items()],
             'queries': {s: [asdict(q) for q in qs] for s, qs in task.queries.items()}}
 
 def task_from_json(d: dict) -> AQATask:
-    return AQATask(d['name'], {p['id']: {'title': p['title'], 'body': p['body']} for p in d['papers']}, [tuple(e) for e in d['edges']],
-                   {s: [AQAQuery(**q) for q in qs] for s, qs in d['queries'].items()}, d.get('stats', {}), d.get('seed', 0))
+    return AQATask(d['name'],
+                   {p['id']: {'title': p['title'], 'body': p['body']} for p in d['papers']},
+                   [tuple(e) for e in d['edges']],
+                   {s: [AQAQuery(**q) for q in qs] for s, qs in d['queries'].items()},
+                   d.get('stats', {}), d.get('seed', 0))
 
 def task_hash(task: AQATask) -> str:
     "blake2b of the task's content: a model folder names the task it was trained on."
@@ -506,16 +631,21 @@ class NotAModelFolder(ValueError):
     "A folder is not a multi-channel model, or not one for the data it is used with."
 
 def _refuse_foreign(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MODEL_MARKER).exists())):
-        raise NotAModelFolder(f'{out} exists and is not a multichannel model folder: refusing to overwrite it (choose another model folder)')
+    if (out.exists()
+        and (not out.is_dir() or (any(out.iterdir()) and not (out / MODEL_MARKER).exists()))):
+        raise NotAModelFolder(f'{out} exists and is not a multichannel model folder: refusing to '
+                              'overwrite it (choose another model folder)')
 
 # %% ../../nbs/06_multichannel.ipynb #01429a8c
-_BASE_VECTORS: dict = {}     # (base model, window, candidates' hash) -> candidate vectors of the base encoder, for this process
+# (base model, window, candidates' hash) -> candidate vectors of the base encoder, for this process
+_BASE_VECTORS: dict = {}
 
 @writes('out_dir')   # one writer at a time on the model folder (00_doc)
-def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None = None, seed: int = 0,
+def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None = None,
+                       seed: int = 0,
                        progress: bool = True) -> 'MultiChannelModel':
-    "Train NE then GE on `task`'s train queries (GE's epoch chosen on dev) and write the model folder atomically."
+    """Train NE then GE on `task`'s train queries (GE's epoch chosen on dev) and write the model
+    folder atomically."""
     import torch
     cfg = config or MultiChannelConfig()
     out = Path(out_dir); _refuse_foreign(out)
@@ -526,25 +656,38 @@ def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None
     try:
         chunks = paper_chunks(task); bm25 = BM25Channel(chunks)
         rows = training_pairs(task, 'train', cfg.hard_negatives, cfg.max_pairs, seed, bm25)
-        # the unlocked function: `tmp` is this run's own folder, and a lock file would stay inside the model
-        ne_rec = fine_tune_dense.__wrapped__(rows, tmp / 'ne', cfg.base_model, cfg.epochs, cfg.batch_size, cfg.lr,
-                                             max_seq_length=cfg.max_seq_length, seed=seed, progress=progress)
-        ne = DenseChannel(tmp / 'ne', chunks, 'minilm-ft', max_seq_length=cfg.max_seq_length, progress=progress)
-        key = (str(cfg.base_model), cfg.max_seq_length, blake2b_hex('\n'.join(c.text for c in chunks)))
-        if key not in _BASE_VECTORS: _BASE_VECTORS[key] = DenseChannel(cfg.base_model, chunks, 'minilm', max_seq_length=cfg.max_seq_length, progress=progress).vectors
-        base_vectors = _BASE_VECTORS[key]       # the base encoder does not change between seeds: its candidate vectors are kept
+        # the unlocked function: `tmp` is this run's own folder, and a lock file would stay inside
+        # the model
+        ne_rec = fine_tune_dense.__wrapped__(rows, tmp / 'ne', cfg.base_model, cfg.epochs,
+                                             cfg.batch_size, cfg.lr,
+                                             max_seq_length=cfg.max_seq_length, seed=seed,
+                                             progress=progress)
+        ne = DenseChannel(tmp / 'ne', chunks, 'minilm-ft', max_seq_length=cfg.max_seq_length,
+                          progress=progress)
+        key = ((str(cfg.base_model), cfg.max_seq_length,
+                blake2b_hex('\n'.join(c.text for c in chunks))))
+        if key not in _BASE_VECTORS:
+            _BASE_VECTORS[key] = DenseChannel(cfg.base_model, chunks, 'minilm', max_seq_length=cfg
+                                              .max_seq_length, progress=progress).vectors
+        # the base encoder does not change between seeds: its candidate vectors are kept
+        base_vectors = _BASE_VECTORS[key]
         qs = task.queries['train'] + task.queries['dev']
         q_vecs = dict(zip([q.id for q in qs], ne.encode([q.text() for q in qs])))
-        net, ge_rec = train_graph_channel(GraphChannelData(ne.vectors, list(task.papers), task.edges), q_vecs,
-                                          task.queries['train'], task.queries['dev'], cfg.ge_epochs, cfg.ge_batch_size,
-                                          cfg.ge_lr, query_map=cfg.ge_query_map, seed=seed, progress=progress)
+        net, ge_rec = train_graph_channel(GraphChannelData(ne.vectors, list(task.papers),
+                                                           task.edges), q_vecs,
+                                          task.queries['train'], task.queries['dev'], cfg.ge_epochs,
+                                          cfg.ge_batch_size,
+                                          cfg.ge_lr, query_map=cfg.ge_query_map, seed=seed,
+                                          progress=progress)
         np.save(tmp / 'vectors_ne.npy', ne.vectors); np.save(tmp / 'vectors_base.npy', base_vectors)
         torch.save(net.state_dict(), tmp / 'ge.pt')
         atomic_write_json(tmp / 'task.json', task_to_json(task))
         atomic_write_json(tmp / MODEL_MARKER, {
-            'kind': 'scholarqa.multichannel', 'version': MODEL_VERSION, 'dataset': task.name, 'task_hash': task_hash(task),
+            'kind': 'scholarqa.multichannel', 'version': MODEL_VERSION, 'dataset': task.name,
+            'task_hash': task_hash(task),
             'graph_edges_hash': graph_hash(task.edges), 'seed': seed, 'config': asdict(cfg),
-            'base_model': model_identity(str(cfg.base_model or bundled_minilm_path())), 'ne': ne_rec, 'ge': ge_rec,
+            'base_model': model_identity(str(cfg.base_model or bundled_minilm_path())),
+            'ne': ne_rec, 'ge': ge_rec,
             'seconds': round(time.perf_counter() - t0, 1)})
         replace_dir(tmp, out)
     finally: shutil.rmtree(tmp, ignore_errors=True)
@@ -552,8 +695,10 @@ def train_multichannel(task: AQATask, out_dir, config: MultiChannelConfig | None
 
 # %% ../../nbs/06_multichannel.ipynb #43f9b30c
 class MultiChannelModel:
-    "A trained multi-channel retriever: BM25, base MiniLM, NE, GE and their RRF fusions over one task's candidates."
-    def __init__(self, task: AQATask, record: dict, ne_model, ne_vectors, base_vectors, ge_state, path=None):
+    """A trained multi-channel retriever: BM25, base MiniLM, NE, GE and their RRF fusions over
+    one task's candidates."""
+    def __init__(self, task: AQATask, record: dict, ne_model, ne_vectors, base_vectors, ge_state,
+                 path=None):
         import torch
         self.task, self.record, self.path = task, record, path
         self.cfg = MultiChannelConfig(**record['config'])
@@ -561,41 +706,57 @@ class MultiChannelModel:
         chunks = paper_chunks(task)
         self.chunk_of = {c.id: c for c in chunks}
         self.channels = {'bm25': BM25Channel(chunks),
-                         'minilm': DenseChannel(self.cfg.base_model, chunks, 'minilm', base_vectors, max_seq_length=self.cfg.max_seq_length),
-                         'minilm-ft': DenseChannel(ne_model, chunks, 'minilm-ft', ne_vectors, max_seq_length=self.cfg.max_seq_length)}
-        self.ge = graph_channel_net(ne_vectors.shape[1], self.cfg.ge_query_map); self.ge.load_state_dict(ge_state); self.ge.eval()
+                         'minilm': DenseChannel(self.cfg.base_model, chunks, 'minilm', base_vectors,
+                                                max_seq_length=self.cfg.max_seq_length),
+                         'minilm-ft': DenseChannel(ne_model, chunks, 'minilm-ft', ne_vectors,
+                                                   max_seq_length=self.cfg.max_seq_length)}
+        self.ge = graph_channel_net(ne_vectors.shape[1], self.cfg.ge_query_map)
+        self.ge.load_state_dict(ge_state)
+        self.ge.eval()
         self._x, self._ei = torch.tensor(ne_vectors), undirected_edge_index(task.edges, self.ids)
-        with torch.no_grad(): self._h = self.ge.papers(self._x, self._ei)                 # (n, d), fixed once trained
+        # (n, d), fixed once trained
+        with torch.no_grad(): self._h = self.ge.papers(self._x, self._ei)
 
     @classmethod
     def load(cls, path) -> 'MultiChannelModel':
         "Load a model folder written by `train_multichannel` (a clear error if it is not one)."
         import torch
-        path = settled(path)                        # a swap cut off between its two renames is undone first
-        if not (path / MODEL_MARKER).exists(): raise NotAModelFolder(f'{path} is not a multichannel model folder (no {MODEL_MARKER})')
+        path = settled(path)  # a swap cut off between its two renames is undone first
+        if not (path / MODEL_MARKER).exists():
+            raise NotAModelFolder(f'{path} is not a multichannel model folder (no {MODEL_MARKER})')
         rec = json.loads((path / MODEL_MARKER).read_text(encoding='utf-8'))
         if rec.get('kind') != 'scholarqa.multichannel' or rec.get('version') != MODEL_VERSION:
-            raise NotAModelFolder(f"{path}: {MODEL_MARKER} is not a version-{MODEL_VERSION} multichannel record")
+            raise NotAModelFolder(f"{path}: {MODEL_MARKER} is not a version-{MODEL_VERSION} "
+                                  "multichannel record")
         task = task_from_json(json.loads((path / 'task.json').read_text(encoding='utf-8')))
-        if task_hash(task) != rec['task_hash']: raise NotAModelFolder(f'{path}: task.json does not match the task the model was trained on')
-        ne_vectors, base_vectors = np.load(path / 'vectors_ne.npy'), np.load(path / 'vectors_base.npy')
+        if task_hash(task) != rec['task_hash']:
+            raise NotAModelFolder(f'{path}: task.json does not match the task the model was '
+                                  'trained on')
+        ne_vectors, base_vectors = (np.load(path / 'vectors_ne.npy'),
+                                    np.load(path / 'vectors_base.npy'))
         if not len(ne_vectors) == len(base_vectors) == len(task.papers):
-            raise NotAModelFolder(f'{path}: {len(ne_vectors)} / {len(base_vectors)} candidate vectors for {len(task.papers)} candidates')
-        return cls(task, rec, path / 'ne', ne_vectors, base_vectors, torch.load(path / 'ge.pt', weights_only=True), path)
+            raise NotAModelFolder(f'{path}: {len(ne_vectors)} / {len(base_vectors)} candidate '
+                                  f'vectors for {len(task.papers)} candidates')
+        return cls(task, rec, path / 'ne', ne_vectors, base_vectors,
+                   torch.load(path / 'ge.pt', weights_only=True), path)
 
-    def __repr__(self): return f"MultiChannelModel({self.task.name!r}, {len(self.ids)} candidates, seed {self.record['seed']})"
+    def __repr__(self):
+        return f"MultiChannelModel({self.task.name!r}, {len(self.ids)} candidates, seed {self.record['seed']})"
 
     def scores(self, texts: list[str]) -> dict:
         "Score matrices (len(texts), n_candidates) of the four single channels."
         import torch
         ne = self.channels['minilm-ft']
-        q = ne.encode(texts)                                                            # E(q): (len(texts), d), used twice
-        out = {'bm25': self.channels['bm25'].scores(texts), 'minilm': self.channels['minilm'].scores(texts), 'minilm-ft': q @ ne.vectors.T}
+        q = ne.encode(texts)  # E(q): (len(texts), d), used twice
+        out = {'bm25': self.channels['bm25'].scores(texts),
+               'minilm': self.channels['minilm'].scores(texts), 'minilm-ft': q @ ne.vectors.T}
         with torch.no_grad(): out['gcn'] = (self.ge.questions(torch.tensor(q)) @ self._h.T).numpy()
         return out
 
-    def channel_lists(self, texts: list[str], exclude=None, depth: int | None = None, rrf_k: int | None = None) -> dict:
-        "{channel: [(ids, scores) per text]}: each single channel's top `depth` and the fused channels' lists (same depth)."
+    def channel_lists(self, texts: list[str], exclude=None, depth: int | None = None,
+                      rrf_k: int | None = None) -> dict:
+        """{channel: [(ids, scores) per text]}: each single channel's top `depth` and the fused
+        channels' lists (same depth)."""
         depth, rrf_k = depth or self.cfg.depth, rrf_k or self.cfg.rrf_k
         out = {}
         for name, s in self.scores(texts).items():
@@ -605,23 +766,31 @@ class MultiChannelModel:
         for name, parts in FUSED_CHANNELS.items():
             out[name] = []
             for i in range(len(texts)):
-                fused = reciprocal_rank_fusion([_as_hits(out[p][i][0]) for p in parts], k=rrf_k)[:depth]
+                fused = reciprocal_rank_fusion([_as_hits(out[p][i][0]) for p in parts],
+                                               k=rrf_k)[:depth]
                 out[name].append(([h.chunk.id for h in fused], [h.score for h in fused]))
         return out
 
-    def runs(self, queries: list[AQAQuery], depth: int | None = None, rrf_k: int | None = None) -> dict:
+    def runs(self, queries: list[AQAQuery], depth: int | None = None,
+             rrf_k: int | None = None) -> dict:
         "{channel: {query id: ranked ids}} for evaluation."
-        lists = self.channel_lists([q.text() for q in queries], [q.exclude for q in queries], depth, rrf_k)
+        lists = self.channel_lists([q.text() for q in queries], [q.exclude for q in queries], depth,
+                                   rrf_k)
         return {c: {q.id: r[0] for q, r in zip(queries, v)} for c, v in lists.items()}
 
     def evaluate(self, split: str = 'test', depth: int | None = None) -> dict:
-        "{channel: {'map', 'map@20', 'recall@20', 'ndcg@20', 'n_queries'}} on the task's `split` queries."
-        if split not in self.task.queries: raise ValueError(f"no split {split!r}: choose from {', '.join(self.task.queries)}")
+        """{channel: {'map', 'map@20', 'recall@20', 'ndcg@20', 'n_queries'}} on the task's
+        `split` queries."""
+        if split not in self.task.queries:
+            raise ValueError(f"no split {split!r}: choose from {', '.join(self.task.queries)}")
         qs = self.task.queries[split]
-        if not qs: raise ValueError(f'{self.task.name}: no {split} questions (a model trained with nothing held out is for serving, not measuring)')
+        if not qs:
+            raise ValueError(f'{self.task.name}: no {split} questions (a model trained with '
+                             'nothing held out is for serving, not measuring)')
         qrels = {q.id: q.pids for q in qs}
         return {c: {m: round(float(v), 6) if m != 'n_queries' else v
-                    for m, v in evaluate_run(run, qrels, ks=(20,)).items() if m in ('map', 'map@20', 'recall@20', 'ndcg@20', 'n_queries')}
+                    for m, v in evaluate_run(run, qrels, ks=(20,)).items()
+                    if m in ('map', 'map@20', 'recall@20', 'ndcg@20', 'n_queries')}
                 for c, run in self.runs(qs, depth).items()}
 
     def forget_questions(self) -> None:
@@ -630,29 +799,36 @@ class MultiChannelModel:
             if isinstance(ch, DenseChannel): ch._memo.clear()
 
     def with_graph_channel(self, net, edges=None) -> 'MultiChannelModel':
-        "A copy whose GE is `net` over `edges` (default: the task's graph), everything else shared — for ablations."
+        """A copy whose GE is `net` over `edges` (default: the task's graph), everything else
+        shared — for ablations."""
         import copy, torch
         other = copy.copy(self); other.ge = net.eval()
         other._ei = undirected_edge_index(self.task.edges if edges is None else edges, self.ids)
         with torch.no_grad(): other._h = net.papers(self._x, other._ei)
         return other
 
-    def retrain_graph_channel(self, edges=None, query_map: bool = True, epochs: int | None = None, seed: int = 0,
+    def retrain_graph_channel(self, edges=None, query_map: bool = True, epochs: int | None = None,
+                              seed: int = 0,
                               progress: bool = False) -> tuple:
-        "Train a new GE on this model's NE vectors (optionally another graph or no W_Q, b_Q); returns (net, record)."
+        """Train a new GE on this model's NE vectors (optionally another graph or no W_Q, b_Q);
+        returns (net, record)."""
         ne, qs = self.channels['minilm-ft'], self.task.queries['train'] + self.task.queries['dev']
         q_vecs = dict(zip([q.id for q in qs], ne.encode([q.text() for q in qs])))
         data = GraphChannelData(ne.vectors, self.ids, self.task.edges if edges is None else edges)
-        return train_graph_channel(data, q_vecs, self.task.queries['train'], self.task.queries['dev'], epochs or self.cfg.ge_epochs,
-                                   self.cfg.ge_batch_size, self.cfg.ge_lr, query_map=query_map, seed=seed, progress=progress)
+        return train_graph_channel(data, q_vecs, self.task.queries['train'],
+                                   self.task.queries['dev'], epochs or self.cfg.ge_epochs,
+                                   self.cfg.ge_batch_size, self.cfg.ge_lr, query_map=query_map,
+                                   seed=seed, progress=progress)
 
     def query(self, question: str, body: str = '', k: int = 20) -> list[dict]:
-        "The fused ranking (RRF of NE and GE) for a new question: paper id, title, RRF score and every channel's rank."
+        """The fused ranking (RRF of NE and GE) for a new question: paper id, title, RRF score
+        and every channel's rank."""
         lists = self.channel_lists([f'{question} {body}'.strip()])
         rank_of = {c: {pid: r + 1 for r, pid in enumerate(v[0][0])} for c, v in lists.items()}
         ids, scores = lists['rrf(ne+ge)'][0]
         return [{'paper_id': pid, 'title': self.task.papers[pid]['title'], 'score': round(s, 6),
-                 'ranks': {c: rank_of[c].get(pid) for c in CHANNELS}} for pid, s in zip(ids[:k], scores[:k])]
+                 'ranks': {c: rank_of[c].get(pid) for c in CHANNELS}}
+                for pid, s in zip(ids[:k], scores[:k])]
 
 # %% ../../nbs/06_multichannel.ipynb #826417dd
 class MultiChannelRetriever(Retriever):
@@ -660,74 +836,100 @@ class MultiChannelRetriever(Retriever):
     name = 'multichannel'
     def __init__(self, model: MultiChannelModel): self.model = model
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
-        return [Hit(self.model.chunk_of[r['paper_id']], r['score'], 'rrf(ne+ge)') for r in self.model.query(query, k=k)]
+        return [Hit(self.model.chunk_of[r['paper_id']], r['score'], 'rrf(ne+ge)')
+                for r in self.model.query(query, k=k)]
 
 # %% ../../nbs/06_multichannel.ipynb #5163c725
 class PaperChunkRetriever(Retriever):
-    "A multi-channel model serving an index: every ranked paper comes back as its first chunk there."
+    """A multi-channel model serving an index: every ranked paper comes back as its first chunk
+    there."""
     name = 'multichannel'
     def __init__(self, model: MultiChannelModel, chunks):
         first = {}
         for c in chunks:
             have = first.get(c.paper_id)
-            if have is None or (c.paragraph_start, c.id) < (have.paragraph_start, have.id): first[c.paper_id] = c
+            if have is None or (c.paragraph_start, c.id) < (have.paragraph_start, have.id):
+                first[c.paper_id] = c
         self.model, self.first = model, first
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
         rows = self.model.query(query, k=self.model.cfg.depth)
-        return [Hit(self.first[r['paper_id']], r['score'], self.name) for r in rows if r['paper_id'] in self.first][:k]
+        return [Hit(self.first[r['paper_id']], r['score'], self.name) for r in rows
+                if r['paper_id'] in self.first][:k]
 
-@register_retriever('multichannel', 'papers ranked by RRF of a fine-tuned encoder and a citation GCN (seed 001), each as its first chunk; '
+@register_retriever('multichannel',
+                    'papers ranked by RRF of a fine-tuned encoder and a citation GCN (seed 001), '
+                    'each as its first chunk; '
                     'needs INDEX/multichannel from `scholarqa train multichannel`')
 def _store_multichannel(store, model=None) -> PaperChunkRetriever:
     path = Path(model) if model is not None else Path(store.path) / 'multichannel'
     if not (path / MODEL_MARKER).exists():
-        raise FileNotFoundError(f'{store.path if model is None else path} has no multichannel model: train one with `scholarqa train multichannel {path} '
-                                f'-o dataset=CORPUS_DIR -o no_holdout=true` (CORPUS_DIR: the corpus this index was built from)')
+        raise FileNotFoundError(f'{store.path if model is None else path} has no multichannel '
+                                f'model: train one with `scholarqa train multichannel {path} '
+                                '-o dataset=CORPUS_DIR -o no_holdout=true` (CORPUS_DIR: the '
+                                'corpus this index was built from)')
     model = MultiChannelModel.load(path)
     if not set(model.ids) & {c.paper_id for c in store.chunks}:
-        raise NotAModelFolder(f'{path}: the model ranks other papers than the index {store.path} holds')
+        raise NotAModelFolder(f'{path}: the model ranks other papers than the index {store.path} '
+                              'holds')
     return PaperChunkRetriever(model, store.chunks)
 
 # %% ../../nbs/06_multichannel.ipynb #2bba1439
 def open_multichannel(folder) -> MultiChannelModel:
-    "The folder opener of the method `multichannel`: a model folder, or an index folder with one in its `multichannel/`."
+    """The folder opener of the method `multichannel`: a model folder, or an index folder with
+    one in its `multichannel/`."""
     folder = Path(folder)
-    if not (folder / MODEL_MARKER).exists() and (folder / 'multichannel' / MODEL_MARKER).exists(): folder = folder / 'multichannel'
+    if not (folder / MODEL_MARKER).exists() and (folder / 'multichannel' / MODEL_MARKER).exists():
+        folder = folder / 'multichannel'
     try: return MultiChannelModel.load(folder)
-    except (KeyError, json.JSONDecodeError) as e: raise NotAModelFolder(f'{folder}: a damaged multichannel model folder ({type(e).__name__}: {e})') from None
+    except (KeyError, json.JSONDecodeError) as e:
+        raise NotAModelFolder(
+            f'{folder}: a damaged multichannel model folder ({type(e).__name__}: {e})'
+        ) from None
 
 def paper_evidence(model: MultiChannelModel, row: dict, max_chars: int = 300) -> EvidenceItem:
-    "A ranked paper (a row of `MultiChannelModel.query`) as evidence: its id, its title and the start of its abstract."
+    """A ranked paper (a row of `MultiChannelModel.query`) as evidence: its id, its title and the
+    start of its abstract."""
     p = model.task.papers[row['paper_id']]
-    body = p['body'] if len(p['body']) <= max_chars else p['body'][:max_chars].rsplit(' ', 1)[0] + ' …'
-    return EvidenceItem(row['paper_id'], ' — '.join(x for x in (p['title'], body) if x), 'paper', row['score'],
-                    {'paper_id': row['paper_id'], 'title': p['title'], 'dataset': model.task.name, 'retriever': 'rrf(ne+ge)',
+    body = (p['body'] if len(p['body']) <= max_chars else p['body'][:max_chars].rsplit(' ', 1)[0]
+            + ' …')
+    return EvidenceItem(row['paper_id'], ' — '.join(x for x in (p['title'], body) if x), 'paper',
+                        row['score'],
+                    {'paper_id': row['paper_id'], 'title': p['title'], 'dataset': model.task.name,
+                     'retriever': 'rrf(ne+ge)',
                      'ranks': row['ranks']})
 
 class MultiChannelMethod:
-    "The multi-channel retriever as a method (03d): its evidence is the ranked candidate papers, its answer their list."
+    """The multi-channel retriever as a method (03d): its evidence is the ranked candidate
+    papers, its answer their list."""
     name = 'multichannel'
     def __init__(self, model: MultiChannelModel): self.model = model
     def __repr__(self): return f'MultiChannelMethod({self.model!r})'
     def retrieve(self, question: str, k: int = 5) -> Evidence:
-        "The top k papers of RRF(NE + GE) for `question` (a title, or a title and its body in one string), best first."
-        return Evidence([paper_evidence(self.model, r) for r in self.model.query(question, k=k)], question)
+        """The top k papers of RRF(NE + GE) for `question` (a title, or a title and its body in
+        one string), best first."""
+        return Evidence([paper_evidence(self.model, r) for r in self.model.query(question, k=k)],
+                        question)
     def answer(self, question: str, evidence, backend=None) -> Answer:
         """The papers as a numbered list of titles and ids, the ids in rank order in `values`. `backend` is not used: the
         method ranks papers and writes no prose, so every backend gets the same answer."""
         evidence = list(evidence)
         if not evidence:
-            return Answer('No candidate paper to list.', status='not_found', status_reason='no paper was ranked for the question',
+            return Answer('No candidate paper to list.', status='not_found',
+                          status_reason='no paper was ranked for the question',
                           backend='none', method=self.name)
-        text = '\n'.join(f"{n}. {e.source.get('title') or e.label} [{e.label}]" for n, e in enumerate(evidence, 1))
-        return Answer(text, evidence=evidence, values=[e.label for e in evidence], status='ok', backend='none',
+        text = '\n'.join(f"{n}. {e.source.get('title') or e.label} [{e.label}]"
+                         for n, e in enumerate(evidence, 1))
+        return Answer(text, evidence=evidence, values=[e.label for e in evidence], status='ok',
+                      backend='none',
                       model=str(self.model.path or ''), method=self.name)
 
 def _mc_whole(flag: str, v, least: int | None = None):
     "`v` as a whole-number option (None passes); a `MethodOptionError` naming the flag otherwise."
     if v is None: return v
-    if isinstance(v, bool) or not isinstance(v, int): raise MethodOptionError(f'--{flag} must be a whole number, not {v!r}')
-    if least is not None and v < least: raise MethodOptionError(f'--{flag} must be at least {least}')
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise MethodOptionError(f'--{flag} must be a whole number, not {v!r}')
+    if least is not None and v < least:
+        raise MethodOptionError(f'--{flag} must be at least {least}')
     return v
 
 def train_multichannel_method(folder,                      # the model folder to write (replaced atomically; never a folder that is not a model)
@@ -735,34 +937,52 @@ def train_multichannel_method(folder,                      # the model folder to
                               seed: int = 0,               # split and training seed
                               data_dir=None,               # data folder of a named dataset (default: $SCHOLARQA_DATA or ../shared/data)
                               model: str | None = None,    # NE's base encoder, name or folder (default: the bundled MiniLM)
-                              epochs: int = 1, ge_epochs: int = 30,       # NE epochs; GE epochs (the best on dev is kept)
+                              epochs: int = 1,
+                              ge_epochs: int = 30,  # NE epochs; GE epochs (the best on dev is kept)
                               max_pairs: int | None = None, max_seq_length: int = 256,
                               no_holdout: bool = False,    # hold no question out: a model to serve an index, not one to measure
                               progress: bool = True,       # the task and the training's progress on stderr
                               **options) -> dict:
-    "The `train` hook of `multichannel`: train on a dataset, write the model folder, return its record with each channel's test scores."
+    """The `train` hook of `multichannel`: train on a dataset, write the model folder, return its
+    record with each channel's test scores."""
     check_options('multichannel', options)
-    if dataset in (None, ''): raise MethodOptionError('training multichannel needs a dataset: -o dataset=NAME (citeseer, cora, demo) or -o dataset=FOLDER')
-    for flag, v in (('seed', seed), ('epochs', epochs), ('ge-epochs', ge_epochs), ('max-seq-length', max_seq_length)): _mc_whole(flag, v)
-    if epochs < 1 or ge_epochs < 1: raise MethodOptionError('--epochs and --ge-epochs must be at least 1')
+    if dataset in (None, ''):
+        raise MethodOptionError('training multichannel needs a dataset: -o dataset=NAME (citeseer, '
+                                'cora, demo) or -o dataset=FOLDER')
+    for flag, v in (('seed', seed), ('epochs', epochs), ('ge-epochs', ge_epochs),
+                    ('max-seq-length', max_seq_length)):
+        _mc_whole(flag, v)
+    if epochs < 1 or ge_epochs < 1:
+        raise MethodOptionError('--epochs and --ge-epochs must be at least 1')
     _mc_whole('max-pairs', max_pairs, 1); _mc_whole('max-seq-length', max_seq_length, 1)
-    if not isinstance(no_holdout, bool): raise MethodOptionError(f'--no-holdout must be true or false, not {no_holdout!r}')
-    task = load_aqa_task(str(dataset), data_dir, seed=seed, fractions=(1.0, 0.0, 0.0) if no_holdout else (0.7, 0.1, 0.2))
-    cfg = MultiChannelConfig(base_model=model, epochs=epochs, ge_epochs=ge_epochs, max_pairs=max_pairs, max_seq_length=max_seq_length)
+    if not isinstance(no_holdout, bool):
+        raise MethodOptionError(f'--no-holdout must be true or false, not {no_holdout!r}')
+    task = load_aqa_task(str(dataset), data_dir, seed=seed,
+                         fractions=(1.0, 0.0, 0.0) if no_holdout else (0.7, 0.1, 0.2))
+    cfg = MultiChannelConfig(base_model=model, epochs=epochs, ge_epochs=ge_epochs,
+                             max_pairs=max_pairs, max_seq_length=max_seq_length)
     if progress: print(task, file=sys.stderr)
     trained = train_multichannel(task, folder, cfg, seed=seed, progress=progress)
     rec = trained.record
-    return {**{k: v for k, v in rec.items() if k != 'ge'}, 'ge': {k: v for k, v in rec['ge'].items() if k != 'curve'},   # the curve stays in the folder
-            'out': str(folder), 'candidates': len(task.papers), 'queries': {s: len(qs) for s, qs in task.queries.items()},
+    # the curve stays in the folder
+    return {**{k: v for k, v in rec.items() if k != 'ge'},
+            'ge': {k: v for k, v in rec['ge'].items() if k != 'curve'},
+            'out': str(folder), 'candidates': len(task.papers),
+            'queries': {s: len(qs) for s, qs in task.queries.items()},
             'test': trained.evaluate('test') if task.queries['test'] else None}
 
-@register_method('multichannel', 'papers ranked by RRF of a fine-tuned encoder and a citation GCN (seed 001), from a model folder '
-                 'of `scholarqa train multichannel`', opens=open_multichannel, marker=MODEL_MARKER, train=train_multichannel_method)
-def _multichannel_method(model, dataset: str | None = None,   # refuse a model trained on another dataset
+@register_method('multichannel',
+                 'papers ranked by RRF of a fine-tuned encoder and a citation GCN (seed 001), from '
+                 'a model folder '
+                 'of `scholarqa train multichannel`', opens=open_multichannel, marker=MODEL_MARKER,
+                 train=train_multichannel_method)
+def _multichannel_method(model,
+                         dataset: str | None = None,   # refuse a model trained on another dataset
                          **options) -> MultiChannelMethod:
     check_options('multichannel', options)
     if not isinstance(model, MultiChannelModel):
-        raise MethodOptionError('--method multichannel reads a model folder written by `scholarqa train multichannel`, '
+        raise MethodOptionError('--method multichannel reads a model folder written by `scholarqa '
+                                'train multichannel`, '
                                 f'not {type(model).__name__}')
     if dataset is not None and dataset != model.task.name:
         raise MethodOptionError(f"{model.path} was trained on {model.task.name!r}, not {dataset!r}")

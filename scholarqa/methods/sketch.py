@@ -13,17 +13,23 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_npy, atomic_write_text, blake2b_hex, load_spacy, progress, split_sentences, writer_lock
+from scholarqa.doc import (
+    atomic_write_npy, atomic_write_text, blake2b_hex, load_spacy, progress, split_sentences,
+    writer_lock)
 from ..kg.entities import entity_key, type_long_form
-from ..kg.rdf import BASE, SQA, SPARQL_PREFIXES, entity_class, entity_iri, kg_select, new_dataset, paragraph_iri
+from ..kg.rdf import (
+    BASE, SQA, SPARQL_PREFIXES, entity_class, entity_iri, kg_select, new_dataset, paragraph_iri)
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.dense import DenseRetriever
 from ..retrieval.store import dense_over
 from ..retrieval.fusion import reciprocal_rank_fusion
 from ..generate.answer import Evidence, content_words
-from ..protocol import GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
-from ..generate.backends import BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend
+from scholarqa.protocol import (
+    GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, method_backend,
+    register_method)
+from ..generate.backends import (
+    BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend)
 
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_TEXT_PER_K', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple',
@@ -49,16 +55,26 @@ _SK_MODS = {'compound', 'amod', 'nummod', 'nmod', 'flat', 'npadvmod', 'poss'}
 _SK_OBJ = {'dobj', 'attr', 'oprd', 'dative'}
 
 def _sk_phrase(tok) -> str | None:
-    "The noun phrase `tok` heads (its compound/adjective/numeral modifiers to the left); None for pronouns and markup."
-    name_like = any(ch.isupper() for ch in tok.text[1:]) or any(ch.isdigit() for ch in tok.text)   # "SPLADE" tagged as an adverb
-    if tok.pos_ not in ('NOUN', 'PROPN', 'NUM', 'X') and not (tok.pos_ in ('ADJ', 'ADV') and name_like): return None
+    """The noun phrase `tok` heads (its compound/adjective/numeral modifiers to the left); None
+    for pronouns and markup."""
+    # "SPLADE" tagged as an adverb
+    name_like = any(ch.isupper() for ch in tok.text[1:]) or any(ch.isdigit() for ch in tok.text)
+    if (tok.pos_ not in ('NOUN', 'PROPN', 'NUM', 'X')
+        and not (tok.pos_ in ('ADJ', 'ADV') and name_like)):
+        return None
     keep, stack = [tok], [c for c in tok.lefts if c.dep_ in _SK_MODS and c.pos_ != 'PRON']
     while stack:
-        c = stack.pop(); keep.append(c); stack += [x for x in c.lefts if x.dep_ in _SK_MODS and x.pos_ != 'PRON']
+        c = stack.pop()
+        keep.append(c)
+        stack += [x for x in c.lefts if x.dep_ in _SK_MODS and x.pos_ != 'PRON']
     right = tok.i
-    while right + 1 < len(tok.doc) and tok.doc[right + 1].head.i == tok.i and tok.doc[right + 1].dep_ == 'nummod': right += 1   # "Table 2"
+    # "Table 2"
+    while (right + 1 < len(tok.doc) and tok.doc[right + 1].head.i == tok.i
+           and tok.doc[right + 1].dep_ == 'nummod'):
+        right += 1
     text = tok.doc[min(t.i for t in keep):right + 1].text.strip(' .,;:')
-    if not text or any(ch in text for ch in '$\\{}') or not any(ch.isalnum() for ch in text): return None
+    if not text or any(ch in text for ch in '$\\{}') or not any(ch.isalnum() for ch in text):
+        return None
     return text
 
 def _sk_conj(tok) -> list:
@@ -72,64 +88,84 @@ def _sk_pobjs(prep) -> list:
     return [o for p in prep.children if p.dep_ == 'pobj' for o in _sk_conj(p)]
 
 def spacy_triples(doc) -> list[tuple[str, str, str, str]]:
-    "(subject, relation, object, sentence) read from a parsed text: verb frames and noun–preposition attachments."
+    """(subject, relation, object, sentence) read from a parsed text: verb frames and
+    noun–preposition attachments."""
     out = []
     for t in doc:
         if t.pos_ not in ('VERB', 'AUX'): continue
-        subj_of = t if any(c.dep_ in ('nsubj', 'nsubjpass') for c in t.children) else (t.head if t.dep_ == 'conj' else None)
+        subj_of = (t if any(c.dep_ in ('nsubj', 'nsubjpass') for c in t.children)
+                   else (t.head if t.dep_ == 'conj' else None))
         if subj_of is None: continue
-        subjects = [s for c in subj_of.children if c.dep_ in ('nsubj', 'nsubjpass') for s in _sk_conj(c)]
+        subjects = [s for c in subj_of.children if c.dep_ in ('nsubj', 'nsubjpass')
+                    for s in _sk_conj(c)]
         subjects = [p for p in map(_sk_phrase, subjects) if p]
         rel, sent = t.lemma_.lower(), t.sent.text.strip()
-        if not subjects:                          # "We evaluate BM25 on SciFact": the object is what the preposition is about
-            dobjs = [p for c in t.children if c.dep_ == 'dobj' for p in map(_sk_phrase, _sk_conj(c)) if p]
+        # "We evaluate BM25 on SciFact": the object is what the preposition is about
+        if not subjects:
+            dobjs = [p for c in t.children if c.dep_ == 'dobj' for p in map(_sk_phrase, _sk_conj(c))
+                     if p]
             for c in t.children:
                 if c.dep_ == 'prep':
-                    out += [(s, f'{rel} {c.lower_}', op, sent) for o in _sk_pobjs(c) if (op := _sk_phrase(o)) for s in dobjs if s != op]
+                    out += [(s, f'{rel} {c.lower_}', op, sent) for o in _sk_pobjs(c)
+                            if (op := _sk_phrase(o)) for s in dobjs if s != op]
             continue
         for c in t.children:
             objs = [(rel, o) for o in _sk_conj(c)] if c.dep_ in _SK_OBJ else \
-                   [(f'{rel} {c.lower_}', o) for o in _sk_pobjs(c)] if c.dep_ in ('prep', 'agent') else []
+                   [(f'{rel} {c.lower_}', o)
+                    for o in _sk_pobjs(c)] if c.dep_ in ('prep', 'agent') else []
             for r, o in objs:
                 if (op := _sk_phrase(o)): out += [(s, r, op, sent) for s in subjects if s != op]
-    for t in doc:                                         # a noun's own prepositional phrase: "the accuracy of BERT"
+    for t in doc:  # a noun's own prepositional phrase: "the accuracy of BERT"
         if (sp := _sk_phrase(t)) is None or t.pos_ == 'NUM': continue
         for c in t.children:
             if c.dep_ != 'prep': continue
             for o in _sk_pobjs(c):
-                if (op := _sk_phrase(o)) and op != sp: out.append((sp, c.lower_, op, t.sent.text.strip()))
+                if (op := _sk_phrase(o)) and op != sp:
+                    out.append((sp, c.lower_, op, t.sent.text.strip()))
     return list(dict.fromkeys(out))
 
 # %% ../../nbs/05_sketch.ipynb #5a000012
 def extract_triples(chunks, nlp=None, batch_size: int = 64, show: bool = False,
                     backend=None,          # an LLM backend: its triples (`llm_chunk_triples`) instead of the dependency parse
                     retries: int = 1) -> tuple[list[Triple], dict]:
-    "Triples of every chunk with their provenance, and a report: chunks read, chunks with none, failures by chunk id."
+    """Triples of every chunk with their provenance, and a report: chunks read, chunks with none,
+    failures by chunk id."""
     chunks = list(chunks)
     if backend is not None: return _sk_llm_extract(chunks, backend, retries, show)
     nlp = nlp or load_spacy()
-    out, report = [], {'chunks': len(chunks), 'without_triples': 0, 'failed': {}, 'extractor': 'spacy dependency parse'}
+    out, report = ([],
+                   {'chunks': len(chunks), 'without_triples': 0, 'failed': {},
+                    'extractor': 'spacy dependency parse'})
     texts = (c.text for c in chunks)
-    for c, doc in zip(chunks, progress(nlp.pipe(texts, batch_size=batch_size), 'triples', total=len(chunks), unit='chunks', enabled=show)):
+    for c, doc in zip(chunks,
+                      progress(nlp.pipe(texts, batch_size=batch_size), 'triples', total=len(chunks),
+                               unit='chunks', enabled=show)):
         try: found = spacy_triples(doc)
-        except Exception as e:                                          # one chunk the parser chokes on: named, the batch goes on
+        except Exception as e:  # one chunk the parser chokes on: named, the batch goes on
             report['failed'][c.id] = f'{type(e).__name__}: {e}'; continue
         report['without_triples'] += not found
-        out += [Triple(s, r, o, c.id, c.paper_id, c.section_path, c.paragraph_start, sent) for s, r, o, sent in found]
+        out += [Triple(s, r, o, c.id, c.paper_id, c.section_path, c.paragraph_start, sent)
+                for s, r, o, sent in found]
     report['triples'] = len(out)
     return out, report
 
 # %% ../../nbs/05_sketch.ipynb #5a000041
 TRIPLE_SCHEMA = {'type': 'object', 'required': ['triples'], 'properties': {'triples': {
-    'type': 'array', 'maxItems': 5, 'items': {'type': 'object', 'required': ['subject', 'relation', 'object'], 'properties': {
-        'subject': {'type': 'string', 'maxLength': 60}, 'relation': {'type': 'string', 'maxLength': 30},
+    'type': 'array', 'maxItems': 5,
+    'items': {'type': 'object', 'required': ['subject', 'relation', 'object'], 'properties': {
+        'subject': {'type': 'string', 'maxLength': 60},
+        'relation': {'type': 'string', 'maxLength': 30},
         'object': {'type': 'string', 'maxLength': 60}}}}}}
-TRIPLE_MAX_TOKENS = json_max_chars(TRIPLE_SCHEMA)     # 03: room for the longest reply the schema allows, so none is cut off
+# 03: room for the longest reply the schema allows, so none is cut off
+TRIPLE_MAX_TOKENS = json_max_chars(TRIPLE_SCHEMA)
 
 def triple_prompt(text: str) -> list:
     "Messages asking for one chunk's facts as (subject, relation, object) triples."
-    return [Message('system', 'You extract facts from scientific text. Give each fact as a triple: the subject and the object are '
-                              'short noun phrases copied from the text, the relation is a short verb phrase from it.'),
+    return [Message('system',
+                    'You extract facts from scientific text. Give each fact as a triple: the '
+                    'subject and the object are '
+                              'short noun phrases copied from the text, the relation is a short '
+                              'verb phrase from it.'),
             Message('user', f'Text: {text}\n\nGive the facts this text states as JSON triples.')]
 
 def _sk_grounded(phrase: str, words: set) -> bool:
@@ -141,42 +177,55 @@ def _sk_sentence(text: str, words: set) -> str:
     sents = [text[a:b] for a, b in split_sentences(text)] or [text]
     return max(sents, key=lambda s: len(words & set(content_words(s)))).strip()
 
-def llm_chunk_triples(text: str, backend, params=None, retries: int = 1) -> tuple[list[tuple[str, str, str, str]], int]:
-    "(subject, relation, object, sentence) an LLM reads in `text`, kept when subject and object are grounded in it; and the number dropped."
-    obj, _ = backend.json(triple_prompt(text), TRIPLE_SCHEMA, params or GenParams(max_tokens=TRIPLE_MAX_TOKENS, temperature=0.0), retries)
+def llm_chunk_triples(text: str, backend, params=None,
+                      retries: int = 1) -> tuple[list[tuple[str, str, str, str]], int]:
+    """(subject, relation, object, sentence) an LLM reads in `text`, kept when subject and object
+    are grounded in it; and the number dropped."""
+    obj, _ = backend.json(triple_prompt(text), TRIPLE_SCHEMA, params
+                          or GenParams(max_tokens=TRIPLE_MAX_TOKENS, temperature=0.0), retries)
     words, out, dropped = set(content_words(text)), [], 0
     for t in obj.get('triples', []):
-        s, r, o = (' '.join(str(t.get(x, '')).split()).lower() for x in ('subject', 'relation', 'object'))
-        if not r or s == o or not (_sk_grounded(s, words) and _sk_grounded(o, words)): dropped += 1; continue
+        s, r, o = (' '.join(str(t.get(x, '')).split()).lower()
+                   for x in ('subject', 'relation', 'object'))
+        if not r or s == o or not (_sk_grounded(s, words) and _sk_grounded(o, words)):
+            dropped += 1; continue
         out.append((s, r, o, _sk_sentence(text, set(content_words(f'{s} {o}')))))
     return list(dict.fromkeys(out)), dropped
 
 def _sk_llm_extract(chunks, backend, retries: int, show: bool) -> tuple[list[Triple], dict]:
-    out, report = [], {'chunks': len(chunks), 'without_triples': 0, 'failed': {}, 'ungrounded': 0, 'extractor': f'LLM ({backend.model_id})'}
+    out, report = ([],
+                   {'chunks': len(chunks), 'without_triples': 0, 'failed': {}, 'ungrounded': 0,
+                    'extractor': f'LLM ({backend.model_id})'})
     for c in progress(chunks, 'triples (LLM)', total=len(chunks), unit='chunks', enabled=show):
         try: found, dropped = llm_chunk_triples(c.text, backend, retries=retries)
-        except JSONOutputError as e:                     # the model's reply, counted by chunk; a backend that cannot serve raises
+        # the model's reply, counted by chunk; a backend that cannot serve raises
+        except JSONOutputError as e:
             report['failed'][c.id] = f'{type(e).__name__}: {e}'[:300]; continue
         report['ungrounded'] += dropped; report['without_triples'] += not found
-        out += [Triple(s, r, o, c.id, c.paper_id, c.section_path, c.paragraph_start, sent) for s, r, o, sent in found]
+        out += [Triple(s, r, o, c.id, c.paper_id, c.section_path, c.paragraph_start, sent)
+                for s, r, o, sent in found]
     report['triples'] = len(out)
     return out, report
 
 # %% ../../nbs/05_sketch.ipynb #5a000015
 class TripleGraph:
     "Entity nodes merged by `entity_key`, edges = triples; `adj[node]` lists the edges touching it."
-    def __init__(self, triples, entity_ids: dict | None = None):   # entity_ids: key -> 01_kg entity id, to share its nodes
+    def __init__(self, triples,
+                 entity_ids: dict | None = None):   # entity_ids: key -> 01_kg entity id, to share its nodes
         self.triples = list(triples)
         entity_ids = entity_ids or {}
         forms = defaultdict(lambda: defaultdict(int))
         for t in self.triples:
             for x in (t.subject, t.object): forms[entity_key(x)][x] += 1
-        self.label = {k: max(f, key=lambda s: (f[s], s[:1].isupper(), -len(s), s)) for k, f in forms.items()}
+        self.label = {k: max(f, key=lambda s: (f[s], s[:1].isupper(), -len(s), s))
+                      for k, f in forms.items()}
         self.type = {k: type_long_form(l) for k, l in self.label.items()}
-        self.id = {k: entity_ids.get(k) or blake2b_hex(f'{self.type[k] or "Entity"}|{k}') for k in self.label}
+        self.id = {k: entity_ids.get(k) or blake2b_hex(f'{self.type[k] or "Entity"}|{k}')
+                   for k in self.label}
         self.keys = sorted(self.label)
         self.adj = defaultdict(list)
-        self.edges = [(entity_key(t.subject), t.relation, entity_key(t.object)) for t in self.triples]
+        self.edges = [(entity_key(t.subject), t.relation, entity_key(t.object))
+                      for t in self.triples]
         for i, (s, _, o) in enumerate(self.edges): self.adj[s].append(i); self.adj[o].append(i)
     def __repr__(self): return f'TripleGraph({len(self.keys)} nodes, {len(self.edges)} edges)'
     def neighbourhood(self, keys, hops: int = 1) -> list[int]:
@@ -203,7 +252,8 @@ def _sk_rel_iri(relation: str):
     return URIRef(f'{BASE}relation/{blake2b_hex(relation, 8)}')
 
 def triples_to_rdf(graph: TripleGraph, ds=None):
-    "The graph as RDF in the named graph `graph/sketch` of `ds` (a new rdflib Dataset if None): nodes, reified edges with provenance."
+    """The graph as RDF in the named graph `graph/sketch` of `ds` (a new rdflib Dataset if None):
+    nodes, reified edges with provenance."""
     from rdflib import Literal, URIRef
     from rdflib.namespace import PROV, RDF, RDFS
     ds = ds if ds is not None else new_dataset()
@@ -211,18 +261,24 @@ def triples_to_rdf(graph: TripleGraph, ds=None):
     quads = []
     for k in graph.keys:
         E = entity_iri(graph.id[k])
-        quads += [(E, RDF.type, SQA.Entity, g), (E, RDFS.label, Literal(graph.label[k]), g), (E, SQA.entityKey, Literal(k), g)]
+        quads += [(E, RDF.type, SQA.Entity, g), (E, RDFS.label, Literal(graph.label[k]), g),
+                  (E, SQA.entityKey, Literal(k), g)]
         if graph.type[k]: quads.append((E, RDF.type, entity_class(graph.type[k]), g))
     for i, (t, (s, r, o)) in enumerate(zip(graph.triples, graph.edges)):
-        S, R = URIRef(f'{BASE}statement/{blake2b_hex(f"{t.chunk_id}|{s}|{r}|{o}", 10)}'), _sk_rel_iri(r)
-        quads += [(S, RDF.type, RDF.Statement, g), (S, RDF.subject, entity_iri(graph.id[s]), g), (S, RDF.predicate, R, g),
-                  (S, RDF.object, entity_iri(graph.id[o]), g), (S, SQA.chunk, Literal(t.chunk_id), g),
-                  (S, PROV.wasDerivedFrom, paragraph_iri(t.paper_id, t.section_path, t.paragraph), g),
+        S, R = (URIRef(f'{BASE}statement/{blake2b_hex(f"{t.chunk_id}|{s}|{r}|{o}", 10)}'),
+                _sk_rel_iri(r))
+        quads += [(S, RDF.type, RDF.Statement, g), (S, RDF.subject, entity_iri(graph.id[s]), g),
+                  (S, RDF.predicate, R, g),
+                  (S, RDF.object, entity_iri(graph.id[o]), g),
+                  (S, SQA.chunk, Literal(t.chunk_id), g),
+                  (S, PROV.wasDerivedFrom, paragraph_iri(t.paper_id, t.section_path, t.paragraph),
+                   g),
                   (R, RDFS.label, Literal(r), g)]
     ds.addN(quads)
     return ds
 
-# DISTINCT: a label written into two named graphs is one triple for rdflib, two for Oxigraph (01_kg, Stores)
+# DISTINCT: a label written into two named graphs is one triple for rdflib, two for Oxigraph (01_kg,
+# Stores)
 _Q_EDGES_OF = SPARQL_PREFIXES + """SELECT DISTINCT ?slabel ?rel ?olabel ?chunk ?para WHERE {
   ?e sqa:entityKey ?key .
   { ?st rdf:subject ?e } UNION { ?st rdf:object ?e }
@@ -231,33 +287,41 @@ _Q_EDGES_OF = SPARQL_PREFIXES + """SELECT DISTINCT ?slabel ?rel ?olabel ?chunk ?
 }"""
 
 def edges_of(ds, key: str) -> list[dict]:
-    "Every edge touching the node with entity key `key`, read from the RDF form by SPARQL (the key is bound, never spliced in)."
+    """Every edge touching the node with entity key `key`, read from the RDF form by SPARQL (the
+    key is bound, never spliced in)."""
     return kg_select(ds, _Q_EDGES_OF, key=key)
 
 # %% ../../nbs/05_sketch.ipynb #5a000019
 @dataclass
 class KGHit(Hit):
-    "A chunk the graph side retrieved, with the facts (subject, relation, object, paragraph) that led to it."
+    """A chunk the graph side retrieved, with the facts (subject, relation, object, paragraph)
+    that led to it."""
     triples: list = field(default_factory=list)
-    def extras(self) -> dict: return {'triples': self.triples} if self.triples else {}   # `--json` prints the facts
+    # `--json` prints the facts
+    def extras(self) -> dict: return {'triples': self.triples} if self.triples else {}
 
 class KGRetriever:
     "SKETCH's structured side over a `TripleGraph` and the small chunks the triples came from."
     name = 'kg'
-    def __init__(self, graph: TripleGraph, chunks, encoder, nlp=None, hops: int = 1, k_facts: int = 20, min_sim: float = 0.6):
+    def __init__(self, graph: TripleGraph, chunks, encoder, nlp=None, hops: int = 1,
+                 k_facts: int = 20, min_sim: float = 0.6):
         self.graph, self.encoder, self.nlp = graph, encoder, nlp
         self.hops, self.k_facts, self.min_sim = hops, k_facts, min_sim
         self.chunks = {c.id: c for c in chunks}
         self._label_vecs = self._fact_vecs = None
     def __repr__(self): return f'KGRetriever({self.graph!r}, hops={self.hops})'
     def label_vectors(self) -> np.ndarray:
-        if self._label_vecs is None: self._label_vecs = self.encoder.encode([self.graph.label[k] for k in self.graph.keys])
+        if self._label_vecs is None:
+            self._label_vecs = self.encoder.encode([self.graph.label[k] for k in self.graph.keys])
         return self._label_vecs
     def fact_vectors(self) -> np.ndarray:
-        if self._fact_vecs is None: self._fact_vecs = self.encoder.encode([self.graph.verbalise(i) for i in range(len(self.graph.edges))])
+        if self._fact_vecs is None:
+            self._fact_vecs = self.encoder.encode([self.graph.verbalise(i)
+                                                   for i in range(len(self.graph.edges))])
         return self._fact_vecs
     def question_nodes(self, question: str) -> list[dict]:
-        "[{'key', 'label', 'text', 'match': 'exact' | 'similar', 'sim'}] for the entities of `question`, in question order."
+        """[{'key', 'label', 'text', 'match': 'exact' | 'similar', 'sim'}] for the entities of
+        `question`, in question order."""
         import re
         words = [(m.start(), m.end()) for m in re.finditer(r"[\w][\w\-'.@/+]*[\w+]|\w", question)]
         found, used = [], set()
@@ -267,26 +331,32 @@ class KGRetriever:
                 a, b = words[i][0], words[i + n - 1][1]
                 k = entity_key(question[a:b])
                 if len(k) >= 2 and k in self.graph.label:
-                    found.append({'key': k, 'label': self.graph.label[k], 'text': question[a:b], 'match': 'exact', 'sim': 1.0, 'at': a})
+                    found.append({'key': k, 'label': self.graph.label[k], 'text': question[a:b],
+                                  'match': 'exact', 'sim': 1.0, 'at': a})
                     used |= set(range(i, i + n))
         if self.nlp is not None and self.graph.keys:
             taken = {w for i, w in enumerate(words) if i in used}
             spans = [c for c in self.nlp(question).noun_chunks if c.root.pos_ != 'PRON'
                      and not any(c.start_char <= a < c.end_char for a, _ in taken)]
             if spans:
-                sims = self.encoder.encode([c.text for c in spans], use_cache=False) @ self.label_vectors().T   # (spans, nodes)
+                # (spans, nodes)
+                sims = (self.encoder.encode([c.text for c in spans], use_cache=False) @ self
+                        .label_vectors().T)
                 for c, row in zip(spans, sims):
                     j = int(np.argmax(row))
                     if row[j] >= self.min_sim:
                         k = self.graph.keys[j]
-                        found.append({'key': k, 'label': self.graph.label[k], 'text': c.text, 'match': 'similar',
+                        found.append({'key': k, 'label': self.graph.label[k], 'text': c.text,
+                                      'match': 'similar',
                                       'sim': round(float(row[j]), 4), 'at': c.start_char})
         out, seen = [], set()
         for f in sorted(found, key=lambda f: f['at']):
-            if f['key'] not in seen: seen.add(f['key']); out.append({k: v for k, v in f.items() if k != 'at'})
+            if f['key'] not in seen:
+                seen.add(f['key']); out.append({k: v for k, v in f.items() if k != 'at'})
         return out
     def facts(self, question: str, nodes=None) -> list[tuple[int, float]]:
-        "(edge index, cosine to the question) of the best `k_facts` edges around the question's nodes."
+        """(edge index, cosine to the question) of the best `k_facts` edges around the question's
+        nodes."""
         nodes = self.question_nodes(question) if nodes is None else nodes
         edges = self.graph.neighbourhood([n['key'] for n in nodes], self.hops)
         if not edges: return []
@@ -295,7 +365,8 @@ class KGRetriever:
         order = np.argsort(-s, kind='stable')[:self.k_facts]
         return [(edges[j], float(s[j])) for j in order]
     def retrieve(self, question: str, k: int = 5) -> list[KGHit]:
-        "The chunks behind the best facts, best fact first, each with its facts; at most `k` chunks."
+        """The chunks behind the best facts, best fact first, each with its facts; at most `k`
+        chunks."""
         by_chunk = {}
         for i, s in self.facts(question):
             t = self.graph.triples[i]
@@ -310,7 +381,8 @@ class KGRetriever:
 def _sk_paragraphs(c: Chunk) -> set:
     return {(c.paper_id, p) for p in range(c.paragraph_start, c.paragraph_end + 1)}
 
-SKETCH_TEXT_PER_K = 12   # the text side's pieces per unit of k, chosen on dev in 05b (its text_k run)
+# the text side's pieces per unit of k, chosen on dev in 05b (its text_k run)
+SKETCH_TEXT_PER_K = 12
 
 def sketch_per_k(text_per_k) -> int:
     "`text_per_k`, checked: a positive integer (the text side's pieces per unit of k)."
@@ -319,130 +391,187 @@ def sketch_per_k(text_per_k) -> int:
     return text_per_k
 
 class SKETCH(GeneratorAnswer):
-    "Seed 002: the structured (graph) and unstructured (semantic chunk) retrievers, their contexts merged or fused."
+    """Seed 002: the structured (graph) and unstructured (semantic chunk) retrievers, their
+    contexts merged or fused."""
     name = 'sketch'
-    def __init__(self, kg: KGRetriever, text: DenseRetriever, combine: str = 'merge',   # 'merge' (the seed) | 'fuse' (RRF)
+    def __init__(self, kg: KGRetriever, text: DenseRetriever,
+                 combine: str = 'merge',   # 'merge' (the seed) | 'fuse' (RRF)
                  text_per_k: int = SKETCH_TEXT_PER_K):   # the text side gives `text_per_k * k` pieces
-        if combine not in ('merge', 'fuse'): raise ValueError(f"combine must be 'merge' or 'fuse', not {combine!r}")
-        self.kg, self.text, self.combine, self.text_per_k, self.encoder = kg, text, combine, sketch_per_k(text_per_k), text.encoder
-    def __repr__(self): return f'SKETCH({self.kg!r}, {self.text!r}, {self.combine}, text_per_k={self.text_per_k})'
+        if combine not in ('merge', 'fuse'):
+            raise ValueError(f"combine must be 'merge' or 'fuse', not {combine!r}")
+        self.kg, self.text, self.combine, self.text_per_k, self.encoder = (kg, text, combine,
+                                                                           sketch_per_k(text_per_k),
+                                                                           text.encoder)
+    def __repr__(self):
+        return f'SKETCH({self.kg!r}, {self.text!r}, {self.combine}, text_per_k={self.text_per_k})'
     def retrieve(self, question: str, k: int = 5) -> Evidence:
         g, t = self.kg.retrieve(question, k), self.text.retrieve(question, k * self.text_per_k)
         if self.combine == 'fuse':
             fused, facts = reciprocal_rank_fusion([g, t])[:k], {h.chunk.id: h.triples for h in g}
-            return Evidence([KGHit(h.chunk, h.score, 'sketch', facts[h.chunk.id]) if h.chunk.id in facts
+            return Evidence([KGHit(h.chunk, h.score, 'sketch', facts[h.chunk.id])
+                             if h.chunk.id in facts
                              else Hit(h.chunk, h.score, 'sketch') for h in fused], question)
         given = set().union(*(_sk_paragraphs(h.chunk) for h in g)) if g else set()
         return Evidence(g + [h for h in t if not _sk_paragraphs(h.chunk) <= given], question)
 
 # %% ../../nbs/05_sketch.ipynb #5a000028
 SKETCH_CACHE_VERSION = 1
-SKETCH_TEXT = {'percentile': 99.0, 'max_tokens': None, 'resplit': [100, 16]}   # the text side's chunking (02a's chunk_semantic options), chosen on dev in 05b
-_SK_FILES = ('small_chunks.jsonl', 'triples.jsonl', 'semantic_chunks.jsonl', 'semantic_vectors.npy', 'report.json')
+# the text side's chunking (02a's chunk_semantic options), chosen on dev in 05b
+SKETCH_TEXT = {'percentile': 99.0, 'max_tokens': None, 'resplit': [100, 16]}
+_SK_FILES = (('small_chunks.jsonl', 'triples.jsonl', 'semantic_chunks.jsonl',
+              'semantic_vectors.npy', 'report.json'))
 
 def _sk_read(d: Path) -> dict:
-    triples = [Triple(**json.loads(l)) for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l]
+    triples = [Triple(**json.loads(l))
+               for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l]
     return {'small': read_chunks(d / 'small_chunks.jsonl'), 'triples': triples,
-            'semantic': read_chunks(d / 'semantic_chunks.jsonl'), 'semantic_vectors': np.load(d / 'semantic_vectors.npy'),
+            'semantic': read_chunks(d / 'semantic_chunks.jsonl'),
+            'semantic_vectors': np.load(d / 'semantic_vectors.npy'),
             'report': json.loads((d / 'report.json').read_text(encoding='utf-8'))}
 
 def sketch_text(text: dict | None = None) -> dict:
-    "A text side's chunking: `text` over SKETCH_TEXT's defaults, checked, as meta.json will hold it."
+    """A text side's chunking: `text` over SKETCH_TEXT's defaults, checked, as meta.json will
+    hold it."""
     t = {**SKETCH_TEXT, **(text or {})}
-    if set(t) != set(SKETCH_TEXT): raise ValueError(f'text: unknown settings {sorted(set(t) - set(SKETCH_TEXT))}')
+    if set(t) != set(SKETCH_TEXT):
+        raise ValueError(f'text: unknown settings {sorted(set(t) - set(SKETCH_TEXT))}')
     if not (isinstance(t['percentile'], (int, float)) and 0 < t['percentile'] < 100):
         raise ValueError(f"text: percentile must be a number in (0, 100), not {t['percentile']!r}")
-    if t['max_tokens'] is not None and not (isinstance(t['max_tokens'], int) and t['max_tokens'] > 0):
-        raise ValueError(f"text: max_tokens must be a positive integer or None, not {t['max_tokens']!r}")
+    if (t['max_tokens'] is not None
+        and not (isinstance(t['max_tokens'], int) and t['max_tokens'] > 0)):
+        raise ValueError("text: max_tokens must be a positive integer or None, not "
+                         f"{t['max_tokens']!r}")
     r = t['resplit']
     if r and not (len(r) == 2 and all(isinstance(x, int) for x in r) and 0 <= r[1] < r[0]):
-        raise ValueError(f'text: resplit must be [size, overlap] with 0 <= overlap < size, or None, not {r!r}')
+        raise ValueError('text: resplit must be [size, overlap] with 0 <= overlap < size, or '
+                         f'None, not {r!r}')
     return {**t, 'percentile': float(t['percentile']), 'resplit': list(r) if r else None}
 
 def sketch_cache(store, papers=None, nlp=None, rebuild: bool = False, show: bool = True,
-                 text: dict | None = None) -> dict:   # the text side's chunking, over SKETCH_TEXT's defaults
-    "What SKETCH derives from an index (chunks, triples, vectors, build report): read from INDEX/sketch/ (another chunking: INDEX/sketch-<hash>/), or built now."
+                 text: dict | None = None) -> dict:  # the text side's chunking, over SKETCH_TEXT's defaults
+    """What SKETCH derives from an index (chunks, triples, vectors, build report): read from
+    INDEX/sketch/ (another chunking: INDEX/sketch-<hash>/), or built now."""
     text = sketch_text(text)
-    folder = 'sketch' if text == sketch_text() else 'sketch-' + hashlib.blake2b(json.dumps(text, sort_keys=True).encode(), digest_size=4).hexdigest()
+    folder = ('sketch' if text == sketch_text() else 'sketch-' + hashlib
+              .blake2b(json.dumps(text, sort_keys=True).encode(), digest_size=4).hexdigest())
     def build(d):
         ps = list(papers) if papers is not None else store.papers()
         enc, tok = store.encoder, store.encoder.tokenizer
         small = chunk_corpus(ps, 'recursive', tokenizer=tok, size=100, overlap=16, progress=show)
         triples, report = extract_triples(small, nlp, show=show)
-        semantic = chunk_corpus(ps, 'semantic', tokenizer=tok, embed=enc.encode, progress=show, **text)
+        semantic = chunk_corpus(ps, 'semantic', tokenizer=tok, embed=enc.encode, progress=show,
+                                **text)
         write_chunks(d / 'small_chunks.jsonl', small)
-        atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
-        write_chunks(d / 'semantic_chunks.jsonl', semantic); atomic_write_npy(d / 'semantic_vectors.npy', enc.encode_chunks(semantic).astype(np.float32))
-        report = {**report, 'papers': len(ps), 'small_chunks': len(small), 'semantic_chunks': len(semantic),
+        atomic_write_text(d / 'triples.jsonl', ''
+                          .join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
+        write_chunks(d / 'semantic_chunks.jsonl', semantic)
+        atomic_write_npy(d / 'semantic_vectors.npy', enc.encode_chunks(semantic).astype(np.float32))
+        report = {**report, 'papers': len(ps), 'small_chunks': len(small),
+                  'semantic_chunks': len(semantic),
                   **text}
         atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
         return {k: v for k, v in report.items() if k != 'failed'}
-    return store.derive(folder, SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild,   # 02g_store: one writer at a time
+    # 02g_store: one writer at a time
+    return store.derive(folder, SKETCH_CACHE_VERSION, _SK_FILES, build, _sk_read, rebuild,
                         match={'text': text})
 
-def sketch_llm_triples(store, backend, papers=None, rebuild: bool = False, show: bool = True) -> tuple[list[Triple], dict]:
-    "An LLM's triples of the index's small chunks: read from INDEX/sketch-llm/ if that LLM made them, or made now."
+def sketch_llm_triples(store, backend, papers=None, rebuild: bool = False,
+                       show: bool = True) -> tuple[list[Triple], dict]:
+    """An LLM's triples of the index's small chunks: read from INDEX/sketch-llm/ if that LLM made
+    them, or made now."""
     def build(d):
-        triples, report = extract_triples(sketch_cache(store, papers, show=show)['small'], backend=backend, show=show)
-        atomic_write_text(d / 'triples.jsonl', ''.join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
+        triples, report = extract_triples(sketch_cache(store, papers, show=show)['small'],
+                                          backend=backend, show=show)
+        atomic_write_text(d / 'triples.jsonl', ''
+                          .join(json.dumps(asdict(t), ensure_ascii=False) + '\n' for t in triples))
         atomic_write_text(d / 'report.json', json.dumps(report, indent=1))
-        return {'triples': len(triples), 'failed': len(report['failed']), 'ungrounded': report['ungrounded']}
+        return {'triples': len(triples), 'failed': len(report['failed']),
+                'ungrounded': report['ungrounded']}
     def read(d):
-        return ([Triple(**json.loads(l)) for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l],
+        return ([Triple(**json.loads(l))
+                 for l in (d / 'triples.jsonl').read_text(encoding='utf-8').splitlines() if l],
                 json.loads((d / 'report.json').read_text(encoding='utf-8')))
-    return store.derive('sketch-llm', SKETCH_CACHE_VERSION, ('triples.jsonl', 'report.json'), build, read, rebuild,
+    return store.derive('sketch-llm', SKETCH_CACHE_VERSION, ('triples.jsonl', 'report.json'), build,
+                        read, rebuild,
                         match={'llm': backend.model_id})
 
 def sketch_parts(store, papers=None, nlp=None,
                  backend=None,               # an LLM backend: the graph from its triples (`sketch_llm_triples`), else spaCy's
-                 text: dict | None = None) -> dict:   # the text side's chunking (`sketch_cache`)
-    "The retrievers of an index's SKETCH family, built once per store, extractor and chunking: {'kg', 'semantic', 'naive', 'report'}."
-    key = (store.meta.get('corpus_hash'), 'spacy' if backend is None else backend.model_id, json.dumps(sketch_text(text), sort_keys=True))
+                 text: dict | None = None) -> dict:  # the text side's chunking (`sketch_cache`)
+    """The retrievers of an index's SKETCH family, built once per store, extractor and chunking:
+    {'kg', 'semantic', 'naive', 'report'}."""
+    key = ((store.meta.get('corpus_hash'), 'spacy' if backend is None else backend.model_id,
+            json.dumps(sketch_text(text), sort_keys=True)))
     have = getattr(store, '_sketch', None) or {}
     if key in have: return have[key]
     c, nlp = sketch_cache(store, papers, nlp, text=text), nlp or load_spacy()
-    triples, report = (c['triples'], c['report']) if backend is None else sketch_llm_triples(store, backend, papers)
-    naive = store.retriever('fixed', papers=papers)          # 02g's fixed-chunk baseline, shared with VanillaRAG
+    triples, report = ((c['triples'], c['report']) if backend is None
+                       else sketch_llm_triples(store, backend, papers))
+    # 02g's fixed-chunk baseline, shared with VanillaRAG
+    naive = store.retriever('fixed', papers=papers)
     parts = {'kg': KGRetriever(TripleGraph(triples), c['small'], store.encoder, nlp),
-             'semantic': dense_over(c['semantic'], c['semantic_vectors'], store.encoder, 'semantic'),
+             'semantic': dense_over(c['semantic'], c['semantic_vectors'], store.encoder,
+                                    'semantic'),
              'naive': naive, 'report': {**c['report'], **report, 'naive_chunks': len(naive)}}
     store._sketch = {**have, key: parts}
     return parts
 
 def triple_backend(store, llm_backend: str = 'llama_cpp', llm_model=None, llm_cache=None):
-    "The LLM backend of `extractor='llm'` (03's; SmolLM2 by default), its calls recorded in `llm_cache` or INDEX/sketch-llm/llm_calls."
-    return method_backend('sketch/kg, extractor llm', llm_backend, llm_model, llm_cache or store.path / 'sketch-llm' / 'llm_calls')
+    """The LLM backend of `extractor='llm'` (03's; SmolLM2 by default), its calls recorded in
+    `llm_cache` or INDEX/sketch-llm/llm_calls."""
+    return method_backend('sketch/kg, extractor llm', llm_backend, llm_model,
+                          llm_cache or store.path / 'sketch-llm' / 'llm_calls')
 
 def _sk_method(name: str, store, combine: str, mode: str, max_tokens: int, papers, options):
     extractor = options.pop('extractor', 'spacy')
     llm = {k: options.pop(k) for k in ('llm_backend', 'llm_model', 'llm_cache') if k in options}
-    text = {k: options.pop(o) for o, k in (('percentile', 'percentile'), ('max_chunk_tokens', 'max_tokens'), ('resplit', 'resplit'))
+    text = {k: options.pop(o)
+            for o, k in (('percentile', 'percentile'), ('max_chunk_tokens', 'max_tokens'),
+                         ('resplit', 'resplit'))
             if o in options}
-    text_per_k = options.pop('text_per_k', SKETCH_TEXT_PER_K) if name == 'sketch' else SKETCH_TEXT_PER_K
+    text_per_k = (options.pop('text_per_k', SKETCH_TEXT_PER_K) if name == 'sketch'
+                  else SKETCH_TEXT_PER_K)
     check_options(name, options)
     try: sketch_text(text), sketch_per_k(text_per_k)        # checked before anything is built
     except ValueError as e: raise MethodOptionError(f'--method {name}: {e}') from None
-    if combine not in ('merge', 'fuse'): raise MethodOptionError(f"combine must be 'merge' or 'fuse', not {combine!r}")
-    if extractor not in ('spacy', 'llm'): raise MethodOptionError(f"extractor must be 'spacy' or 'llm', not {extractor!r}")
-    if llm and extractor != 'llm': raise MethodOptionError(f'{sorted(llm)} only go with extractor=llm')
-    p = sketch_parts(store, papers, backend=triple_backend(store, **llm) if extractor == 'llm' else None, text=text)
-    m = SKETCH(p['kg'], p['semantic'], combine, text_per_k) if name == 'sketch' else RetrieverMethod(p[name], name, store.encoder)   # 03a's
+    if combine not in ('merge', 'fuse'):
+        raise MethodOptionError(f"combine must be 'merge' or 'fuse', not {combine!r}")
+    if extractor not in ('spacy', 'llm'):
+        raise MethodOptionError(f"extractor must be 'spacy' or 'llm', not {extractor!r}")
+    if llm and extractor != 'llm':
+        raise MethodOptionError(f'{sorted(llm)} only go with extractor=llm')
+    p = sketch_parts(store, papers, backend=triple_backend(store, **llm) if extractor == 'llm'
+                     else None, text=text)
+    # 03a's
+    m = (SKETCH(p['kg'], p['semantic'], combine, text_per_k) if name == 'sketch'
+         else RetrieverMethod(p[name], name, store.encoder))
     m.mode, m.max_tokens = mode, max_tokens
     return m
 
-@register_method('sketch', "SKETCH (seed 002): a knowledge graph's facts and semantic chunks, side by side")
-def sketch_method(store, combine: str = 'merge', mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> SKETCH:
-    "SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF; `text_per_k`: the text side's pieces per unit of k; `extractor`: 'spacy' or 'llm' with `llm_backend`, `llm_model`, `llm_cache`; the text side's chunking: `percentile`, `max_chunk_tokens`, `resplit` over SKETCH_TEXT)."
+@register_method('sketch',
+                 "SKETCH (seed 002): a knowledge graph's facts and semantic chunks, side by side")
+def sketch_method(store, combine: str = 'merge', mode: str = 'direct', max_tokens: int = 256,
+                  papers=None, **options) -> SKETCH:
+    """SKETCH over an index (`combine`: 'merge' as the seed, or 'fuse' by RRF; `text_per_k`: the
+    text side's pieces per unit of k; `extractor`: 'spacy' or 'llm' with `llm_backend`,
+    `llm_model`, `llm_cache`; the text side's chunking: `percentile`, `max_chunk_tokens`,
+    `resplit` over SKETCH_TEXT)."""
     return _sk_method('sketch', store, combine, mode, max_tokens, papers, options)
 
-@register_method('kg', "SKETCH's KG-only baseline: the chunks behind the facts around the question's entities")
+@register_method('kg',
+                 "SKETCH's KG-only baseline: the chunks behind the facts around the question's "
+                 "entities")
 def kg_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options):
     return _sk_method('kg', store, 'merge', mode, max_tokens, papers, options)
 
-@register_method('semantic', "SKETCH's Semantic-only baseline: 100-token pieces of semantic chunks by MiniLM cosine")
+@register_method('semantic',
+                 "SKETCH's Semantic-only baseline: 100-token pieces of semantic chunks by MiniLM "
+                 "cosine")
 def semantic_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options):
     return _sk_method('semantic', store, 'merge', mode, max_tokens, papers, options)
 
-@register_method('naive', "SKETCH's Naive RAG baseline: the index's fixed 1,000-token chunks by MiniLM cosine (the same baseline as vanilla)")
+@register_method('naive',
+                 "SKETCH's Naive RAG baseline: the index's fixed 1,000-token chunks by MiniLM "
+                 "cosine (the same baseline as vanilla)")
 def naive_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options):
     return _sk_method('naive', store, 'merge', mode, max_tokens, papers, options)

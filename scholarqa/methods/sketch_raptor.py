@@ -12,11 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_npy, atomic_write_text, progress, split_sentences, writer_lock
+from ..doc import (
+    atomic_write_npy, atomic_write_text, progress, split_sentences, writer_lock)
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..generate.answer import content_words, truncate_tokens
-from ..protocol import MethodOptionError, RetrieverMethod, check_options, method_backend, register_method
+from ..protocol import (
+    MethodOptionError, RetrieverMethod, check_options, method_backend, register_method)
 from ..generate.backends import BackendCrash, BackendError, GenParams, make_backend
 from ..retrieval.store import dense_over
 
@@ -27,15 +29,17 @@ __all__ = ['RAPTOR_DIM', 'RAPTOR_THRESHOLD', 'RAPTOR_MAX_CLUSTERS', 'RAPTOR_CLUS
            'build_forest', 'RaptorHit', 'CollapsedTree', 'raptor_cache', 'raptor_method']
 
 # %% ../../nbs/05a_raptor.ipynb #5b000009
-RAPTOR_DIM = 10               # UMAP target dimension; a set of ≤ RAPTOR_DIM + 1 nodes is one cluster
-RAPTOR_THRESHOLD = 0.1        # soft assignment: a node joins every component with probability above this
+RAPTOR_DIM = 10  # UMAP target dimension; a set of ≤ RAPTOR_DIM + 1 nodes is one cluster
+RAPTOR_THRESHOLD = 0.1  # soft assignment: a node joins every component with probability above this
 RAPTOR_MAX_CLUSTERS = 50      # BIC is tried for 1 … 49 components
-RAPTOR_CLUSTER_TOKENS = 1500  # a cluster whose text is longer is clustered again (RAPTOR: 3,500 for GPT-3.5)
+# a cluster whose text is longer is clustered again (RAPTOR: 3,500 for GPT-3.5)
+RAPTOR_CLUSTER_TOKENS = 1500
 
 _umap_kernels_kept = False
 
 def keep_umap_kernels() -> None:
-    "Ask numba to keep UMAP's compiled kernels in its on-disk cache (once per process; where it has no folder, nothing changes)."
+    """Ask numba to keep UMAP's compiled kernels in its on-disk cache (once per process; where it
+    has no folder, nothing changes)."""
     global _umap_kernels_kept
     if _umap_kernels_kept: return
     from numba.core.dispatcher import Dispatcher
@@ -44,58 +48,78 @@ def keep_umap_kernels() -> None:
         for f in list(vars(module).values()):
             if isinstance(f, Dispatcher):
                 try: f.enable_caching()
-                except RuntimeError: pass             # numba found no folder to keep it in: it compiles afresh, as before
+                # numba found no folder to keep it in: it compiles afresh, as before
+                except RuntimeError: pass
     _umap_kernels_kept = True
 
-def umap_reduce(vectors: np.ndarray, n_neighbors: int, dim: int = RAPTOR_DIM, seed: int = 0) -> np.ndarray:
-    "UMAP (cosine) of `vectors` to `dim` dimensions; seeded, hence deterministic and single-threaded."
+def umap_reduce(vectors: np.ndarray, n_neighbors: int, dim: int = RAPTOR_DIM,
+                seed: int = 0) -> np.ndarray:
+    """UMAP (cosine) of `vectors` to `dim` dimensions; seeded, hence deterministic and
+    single-threaded."""
     import warnings
     import umap
     keep_umap_kernels()
     with warnings.catch_warnings():
-        warnings.simplefilter('ignore')           # 'n_jobs overridden by setting random_state': the seed is the point
-        return umap.UMAP(n_neighbors=n_neighbors, n_components=dim, metric='cosine', random_state=seed).fit_transform(vectors)
+        # 'n_jobs overridden by setting random_state': the seed is the point
+        warnings.simplefilter('ignore')
+        return umap.UMAP(n_neighbors=n_neighbors, n_components=dim, metric='cosine',
+                         random_state=seed).fit_transform(vectors)
 
-def gmm_clusters(x: np.ndarray, threshold: float = RAPTOR_THRESHOLD, max_clusters: int = RAPTOR_MAX_CLUSTERS,
+def gmm_clusters(x: np.ndarray, threshold: float = RAPTOR_THRESHOLD,
+                 max_clusters: int = RAPTOR_MAX_CLUSTERS,
                  seed: int = 0) -> list[np.ndarray]:
-    "Soft clusters of the rows of `x`: a Gaussian mixture with the BIC-best number of components; row i joins every component with p > threshold (at least its best one)."
+    """Soft clusters of the rows of `x`: a Gaussian mixture with the BIC-best number of
+    components; row i joins every component with p > threshold (at least its best one)."""
     from sklearn.mixture import GaussianMixture
     if len(x) <= 2: return [np.arange(len(x))]
     ks = list(range(1, min(max_clusters, len(x))))
     bic = [GaussianMixture(k, random_state=seed).fit(x).bic(x) for k in ks]
     probs = GaussianMixture(ks[int(np.argmin(bic))], random_state=seed).fit(x).predict_proba(x)
     member = probs > threshold
-    member[np.arange(len(x)), probs.argmax(1)] = True      # nobody is left out (RAPTOR drops such a node from the tree)
+    # nobody is left out (RAPTOR drops such a node from the tree)
+    member[np.arange(len(x)), probs.argmax(1)] = True
     return [np.flatnonzero(member[:, j]) for j in range(member.shape[1]) if member[:, j].any()]
 
 # %% ../../nbs/05a_raptor.ipynb #5b000011
-def _rp_split_over(c: np.ndarray, vectors, tokens, dim, threshold, max_tokens, seed) -> list[np.ndarray]:
+def _rp_split_over(c: np.ndarray, vectors, tokens, dim, threshold, max_tokens,
+                   seed) -> list[np.ndarray]:
     if len(c) <= 1 or tokens[c].sum() <= max_tokens: return [c]
     sub = raptor_clusters(vectors[c], tokens[c], dim, threshold, max_tokens, seed, _split=False)
     if len(sub) <= 1 or any(len(s) == len(c) for s in sub):
-        sub = [np.arange(len(c) // 2), np.arange(len(c) // 2, len(c))]     # clustering cannot split it: halve in order
-    return [g for s in sub for g in _rp_split_over(c[s], vectors, tokens, dim, threshold, max_tokens, seed)]
+        # clustering cannot split it: halve in order
+        sub = [np.arange(len(c) // 2), np.arange(len(c) // 2, len(c))]
+    return [g for s in sub
+            for g in _rp_split_over(c[s], vectors, tokens, dim, threshold, max_tokens, seed)]
 
 def raptor_clusters(vectors: np.ndarray,            # (n, d) node embeddings
                     tokens,                         # (n,) tokens of each node's text
-                    dim: int = RAPTOR_DIM, threshold: float = RAPTOR_THRESHOLD, max_tokens: int = RAPTOR_CLUSTER_TOKENS,
+                    dim: int = RAPTOR_DIM, threshold: float = RAPTOR_THRESHOLD,
+                    max_tokens: int = RAPTOR_CLUSTER_TOKENS,
                     seed: int = 0, _split: bool = True) -> list[np.ndarray]:
-    "RAPTOR's clustering of one layer: global UMAP + GMM, local UMAP + GMM inside each global cluster, oversized clusters split again."
+    """RAPTOR's clustering of one layer: global UMAP + GMM, local UMAP + GMM inside each global
+    cluster, oversized clusters split again."""
     n, tokens = len(vectors), np.asarray(tokens)
     if n <= dim + 1: groups = [np.arange(n)]
     else:
         groups = []
-        for g in gmm_clusters(umap_reduce(vectors, int((n - 1) ** 0.5), min(dim, n - 2), seed), threshold, seed=seed):
+        for g in gmm_clusters(umap_reduce(vectors, int((n - 1) ** 0.5), min(dim, n - 2), seed),
+                              threshold, seed=seed):
             if len(g) <= dim + 1: groups.append(g); continue
-            groups += [g[l] for l in gmm_clusters(umap_reduce(vectors[g], 10, dim, seed), threshold, seed=seed)]
+            groups += [g[l]
+                       for l in gmm_clusters(umap_reduce(vectors[g], 10, dim, seed), threshold,
+                                             seed=seed)]
     if not _split: return groups
-    return [s for g in groups for s in _rp_split_over(g, vectors, tokens, dim, threshold, max_tokens, seed)]
+    return [s for g in groups
+            for s in _rp_split_over(g, vectors, tokens, dim, threshold, max_tokens, seed)]
 
 # %% ../../nbs/05a_raptor.ipynb #5b000015
-SUMMARY_PROMPT = 'Summarise the following passages, keeping as many of their key details as you can:\n\n{text}'
+SUMMARY_PROMPT = (
+    'Summarise the following passages, keeping as many of their key details as you can:\n\n{text}'
+)
 
 class ExtractiveSummariser:
-    "A cluster's summary made of its members' own sentences: closest to the centroid, by MMR, up to `max_tokens`, in reading order."
+    """A cluster's summary made of its members' own sentences: closest to the centroid, by MMR,
+    up to `max_tokens`, in reading order."""
     def __init__(self, encoder, max_tokens: int = 100, lam: float = 0.7):
         self.encoder, self.max_tokens, self.lam = encoder, max_tokens, lam
         self.name = 'extractive (centroid sentences, MMR)'
@@ -116,7 +140,8 @@ class ExtractiveSummariser:
         return [sents[j] for j in sorted(chosen)]
 
 def is_quote(text: str, sources: list[str]) -> bool:
-    "Whether `text` is sentences of `sources`, word for word, joined by single spaces (what an extractive summary is)."
+    """Whether `text` is sentences of `sources`, word for word, joined by single spaces (what an
+    extractive summary is)."""
     sents = {t[a:b].strip() for t in sources for a, b in split_sentences(t)} - {''}
     ok, n = {0}, len(text)
     for p in range(n + 1):                     # ok: positions where a sentence may start
@@ -127,19 +152,25 @@ def is_quote(text: str, sources: list[str]) -> bool:
     return n == 0
 
 class LLMSummariser:
-    "A cluster's summary written by a generator backend (03) from RAPTOR's instruction, at most `max_tokens` tokens."
-    def __init__(self, backend, max_tokens: int = 100, max_input_tokens: int = RAPTOR_CLUSTER_TOKENS, tokenizer=None):
-        self.backend, self.max_tokens, self.max_input_tokens, self.tokenizer = backend, max_tokens, max_input_tokens, tokenizer
+    """A cluster's summary written by a generator backend (03) from RAPTOR's instruction, at most
+    `max_tokens` tokens."""
+    def __init__(self, backend, max_tokens: int = 100,
+                 max_input_tokens: int = RAPTOR_CLUSTER_TOKENS, tokenizer=None):
+        self.backend, self.max_tokens, self.max_input_tokens, self.tokenizer = (backend, max_tokens,
+                                                                                max_input_tokens,
+                                                                                tokenizer)
         self.name = f'llm ({backend.name}: {backend.model_id})'
     def __call__(self, texts: list[str]) -> str:
         text = truncate_tokens('\n\n'.join(texts), self.max_input_tokens, self.tokenizer)
-        c = self.backend.chat([{'role': 'user', 'content': SUMMARY_PROMPT.format(text=text)}], GenParams(max_tokens=self.max_tokens))
+        c = self.backend.chat([{'role': 'user', 'content': SUMMARY_PROMPT.format(text=text)}],
+                              GenParams(max_tokens=self.max_tokens))
         return c.text.strip()
 
 # %% ../../nbs/05a_raptor.ipynb #5b000019
 @dataclass
 class RaptorTree:
-    "A forest of per-paper RAPTOR trees: nodes (leaves first), their layers, children (node indices) and embeddings."
+    """A forest of per-paper RAPTOR trees: nodes (leaves first), their layers, children (node
+    indices) and embeddings."""
     nodes: list
     layers: list
     children: list
@@ -155,42 +186,60 @@ class RaptorTree:
         if not self.children[i]: return {i}
         return set().union(*(self.leaves_under(c) for c in self.children[i]))
 
-def _rp_ntok(tokenizer, text: str) -> int: return len(tokenizer(text, add_special_tokens=False)['input_ids'])
+def _rp_ntok(tokenizer, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)['input_ids'])
 
 def _rp_summary_chunk(kids: list, text: str, layer: int, n: int, tokenizer) -> Chunk:
     first = min(kids, key=lambda c: (c.paragraph_start, c.id))
-    pids = list(dict.fromkeys(p for c in sorted(kids, key=lambda c: c.paragraph_start) for p in c.paragraph_ids))
+    pids = list(dict
+                .fromkeys(p for c in sorted(kids, key=lambda c: c.paragraph_start)
+                          for p in c.paragraph_ids))
     pid = first.paper_id
-    return Chunk(id=f'{pid}-Craptor-{layer}-{n}', text=text, paper_id=pid, section_path=first.section_path,
-                 section_titles=list(first.section_titles), paragraph_start=min(c.paragraph_start for c in kids),
-                 paragraph_end=max(c.paragraph_end for c in kids), source_id=first.source_id, kind='summary',
-                 n_tokens=_rp_ntok(tokenizer, text), label=f'Paper-{pid}-Summary-{layer}-{n}', paragraph_ids=pids)
+    return Chunk(id=f'{pid}-Craptor-{layer}-{n}', text=text, paper_id=pid,
+                 section_path=first.section_path,
+                 section_titles=list(first.section_titles),
+                 paragraph_start=min(c.paragraph_start for c in kids),
+                 paragraph_end=max(c.paragraph_end for c in kids), source_id=first.source_id,
+                 kind='summary',
+                 n_tokens=_rp_ntok(tokenizer, text), label=f'Paper-{pid}-Summary-{layer}-{n}',
+                 paragraph_ids=pids)
 
-def build_tree(leaves: list, vectors: np.ndarray,      # one paper's leaf chunks and their embeddings (rows in order)
-               summarise, encoder,                       # summarise(texts) -> str; the encoder embeds the summaries
-               fallback=None,                            # summariser used when `summarise` fails or says nothing
+def build_tree(leaves: list, vectors: np
+               .ndarray,      # one paper's leaf chunks and their embeddings (rows in order)
+               summarise, encoder,  # summarise(texts) -> str; the encoder embeds the summaries
+               fallback=None,  # summariser used when `summarise` fails or says nothing
                seed: int = 0, dim: int = RAPTOR_DIM, threshold: float = RAPTOR_THRESHOLD,
                max_tokens: int = RAPTOR_CLUSTER_TOKENS) -> tuple[list, list, list, list, dict]:
-    "One paper's tree: (nodes, layers, children, vectors, report) with leaves first and the root last."
-    nodes, layers, children, vecs = list(leaves), [0] * len(leaves), [[] for _ in leaves], [v for v in vectors]
+    """One paper's tree: (nodes, layers, children, vectors, report) with leaves first and the
+    root last."""
+    nodes, layers, children, vecs = (list(leaves), [0] * len(leaves), [[] for _ in leaves],
+                                     [v for v in vectors])
     report = {'summaries': 0, 'fallbacks': {}}
     current, layer = list(range(len(leaves))), 0
     while len(current) > 1:
-        groups = raptor_clusters(np.stack([vecs[i] for i in current]), [nodes[i].n_tokens for i in current], dim, threshold,
+        groups = raptor_clusters(np.stack([vecs[i] for i in current]),
+                                 [nodes[i].n_tokens for i in current], dim, threshold,
                                  max_tokens, seed)
-        if len(groups) >= len(current): groups = [np.arange(len(current))]   # no reduction: one summary of the layer
+        # no reduction: one summary of the layer
+        if len(groups) >= len(current): groups = [np.arange(len(current))]
         layer, nxt, texts = layer + 1, [], []
         for n, g in enumerate(groups):
             kids = [current[j] for j in sorted(g)]
             src = [nodes[i].text for i in kids]
             try: text, why = summarise(src), None
-            except BackendCrash: raise               # the model's process died: every later call would too, so say it now
+            # the model's process died: every later call would too, so say it now
+            except BackendCrash: raise
             except BackendError as e: text, why = '', f'backend error: {e}'
-            if why is None and len(content_words(text)) < 3: why = f'reply with fewer than 3 content words: {text[:80]!r}'
+            if why is None and len(content_words(text)) < 3:
+                why = f'reply with fewer than 3 content words: {text[:80]!r}'
             if why is not None and fallback is not None: text = fallback(src)
             c = _rp_summary_chunk([nodes[i] for i in kids], text, layer, n, encoder.tokenizer)
             if why is not None: report['fallbacks'][c.id] = why
-            nodes.append(c); layers.append(layer); children.append(kids); texts.append(text); nxt.append(len(nodes) - 1)
+            nodes.append(c)
+            layers.append(layer)
+            children.append(kids)
+            texts.append(text)
+            nxt.append(len(nodes) - 1)
         vecs += list(encoder.encode(texts))
         report['summaries'] += len(groups)
         current = nxt
@@ -198,7 +247,8 @@ def build_tree(leaves: list, vectors: np.ndarray,      # one paper's leaf chunks
     return nodes, layers, children, vecs, report
 
 def check_tree(tree: RaptorTree) -> list[str]:
-    "What is wrong with a tree (empty when nothing): one root per paper, every leaf under it, children one layer down in the same paper, extractive summaries quoting their children."
+    """What is wrong with a tree (empty when nothing): one root per paper, every leaf under it,
+    children one layer down in the same paper, extractive summaries quoting their children."""
     bad, roots = [], tree.roots()
     per_paper = {}
     for r in roots: per_paper.setdefault(tree.nodes[r].paper_id, []).append(r)
@@ -206,48 +256,66 @@ def check_tree(tree: RaptorTree) -> list[str]:
         if len(rs) != 1: bad.append(f'paper {pid}: {len(rs)} roots')
     leaves = {i for i, l in enumerate(tree.layers) if l == 0}
     for r in roots:
-        under, own = tree.leaves_under(r), {i for i in leaves if tree.nodes[i].paper_id == tree.nodes[r].paper_id}
-        if under != own: bad.append(f'root {tree.nodes[r].id}: {len(own - under)} of its paper\'s leaves are not under it')
+        under, own = (tree.leaves_under(r),
+                      {i for i in leaves if tree.nodes[i].paper_id == tree.nodes[r].paper_id})
+        if under != own:
+            bad.append(f'root {tree.nodes[r].id}: {len(own - under)} of its paper\'s leaves are '
+                       'not under it')
     for i, cs in enumerate(tree.children):
         if tree.layers[i] == 0 and cs: bad.append(f'leaf {tree.nodes[i].id} has children')
         if tree.layers[i] > 0 and not cs: bad.append(f'summary {tree.nodes[i].id} has no children')
-        if any(tree.layers[c] != tree.layers[i] - 1 or tree.nodes[c].paper_id != tree.nodes[i].paper_id for c in cs):
-            bad.append(f'summary {tree.nodes[i].id}: a child is not one layer down in the same paper')
-        if tree.layers[i] > 0 and not tree.nodes[i].text.strip(): bad.append(f'summary {tree.nodes[i].id} is empty')
-        extractive = tree.summariser.startswith('extractive') or tree.nodes[i].id in tree.report.get('fallbacks', {})
-        if tree.layers[i] > 0 and extractive and not is_quote(tree.nodes[i].text, [tree.nodes[c].text for c in cs]):
+        if any(tree.layers[c] != tree.layers[i] - 1
+               or tree.nodes[c].paper_id != tree.nodes[i].paper_id for c in cs):
+            bad.append(f'summary {tree.nodes[i].id}: a child is not one layer down in the same '
+                       'paper')
+        if tree.layers[i] > 0 and not tree.nodes[i].text.strip():
+            bad.append(f'summary {tree.nodes[i].id} is empty')
+        extractive = (tree.summariser.startswith('extractive')
+                      or tree.nodes[i].id in tree.report.get('fallbacks', {}))
+        if (tree.layers[i] > 0 and extractive
+            and not is_quote(tree.nodes[i].text, [tree.nodes[c].text for c in cs])):
             bad.append(f'summary {tree.nodes[i].id}: extractive, but not sentences of its children')
     return bad
 
-def build_forest(leaves: list, vectors: np.ndarray, summarise, encoder, fallback=None, seed: int = 0,
+def build_forest(leaves: list, vectors: np.ndarray, summarise, encoder, fallback=None,
+                 seed: int = 0,
                  show: bool = False, **kw) -> RaptorTree:
-    "A tree per paper over `leaves` (any papers, in order) — one failing paper is reported, the others are built."
+    """A tree per paper over `leaves` (any papers, in order) — one failing paper is reported, the
+    others are built."""
     by_paper: dict = {}
     for i, c in enumerate(leaves): by_paper.setdefault(c.paper_id, []).append(i)
     nodes, layers, children, vecs = [], [], [], []
-    report = {'papers': len(by_paper), 'leaves': len(leaves), 'summaries': 0, 'fallbacks': {}, 'failed': {}, 'max_layers': 0}
+    report = {'papers': len(by_paper), 'leaves': len(leaves), 'summaries': 0, 'fallbacks': {},
+              'failed': {}, 'max_layers': 0}
     for pid, ix in progress(list(by_paper.items()), 'RAPTOR trees', unit='papers', enabled=show):
-        try: n, l, ch, v, r = build_tree([leaves[i] for i in ix], vectors[ix], summarise, encoder, fallback, seed, **kw)
-        except Exception as e:                                   # reported per paper; its leaves stay retrievable as leaves
+        try: n, l, ch, v, r = build_tree([leaves[i] for i in ix], vectors[ix], summarise, encoder,
+                                         fallback, seed, **kw)
+        except Exception as e:  # reported per paper; its leaves stay retrievable as leaves
             report['failed'][pid] = f'{type(e).__name__}: {e}'
-            n, l, ch, v, r = [leaves[i] for i in ix], [0] * len(ix), [[] for _ in ix], list(vectors[ix]), {'summaries': 0, 'fallbacks': {}, 'layers': 0}
+            n, l, ch, v, r = ([leaves[i] for i in ix], [0] * len(ix), [[] for _ in ix],
+                              list(vectors[ix]), {'summaries': 0, 'fallbacks': {}, 'layers': 0})
         off = len(nodes)
         nodes += n; layers += l; children += [[c + off for c in cs] for cs in ch]; vecs += v
         report['summaries'] += r['summaries']; report['fallbacks'].update(r['fallbacks'])
         report['max_layers'] = max(report['max_layers'], r['layers'])
     V = np.stack(vecs).astype(np.float32) if vecs else np.zeros((0, encoder.dim), np.float32)
-    return RaptorTree(nodes, layers, children, V, getattr(summarise, 'name', str(summarise)), report)
+    return RaptorTree(nodes, layers, children, V, getattr(summarise, 'name', str(summarise)),
+                      report)
 
 # %% ../../nbs/05a_raptor.ipynb #5b000023
 @dataclass
 class RaptorHit(Hit):
-    "A collapsed-tree hit: its layer (0 = a leaf) and, for a summary, the ids of the nodes it summarises."
+    """A collapsed-tree hit: its layer (0 = a leaf) and, for a summary, the ids of the nodes it
+    summarises."""
     layer: int = 0
     children: list = field(default_factory=list)
-    def extras(self) -> dict: return {'layer': self.layer, **({'children': self.children} if self.children else {})}   # what `--json` prints
+    # what `--json` prints
+    def extras(self) -> dict:
+        return {'layer': self.layer, **({'children': self.children} if self.children else {})}
 
 class CollapsedTree:
-    "RAPTOR's collapsed-tree retrieval: all nodes in one pool by cosine, best first, within `budget` tokens and `k` nodes."
+    """RAPTOR's collapsed-tree retrieval: all nodes in one pool by cosine, best first, within
+    `budget` tokens and `k` nodes."""
     name = 'raptor'
     def __init__(self, tree: RaptorTree, encoder, budget: int = 2000):
         self.tree, self.encoder, self.budget = tree, encoder, budget
@@ -257,9 +325,11 @@ class CollapsedTree:
     def retrieve(self, question: str, k: int = 5) -> list[RaptorHit]:
         out, used = [], 0
         for h in self.dense.retrieve(question, min(len(self.tree.nodes), max(4 * k, 20))):
-            if used + h.chunk.n_tokens > self.budget: break            # RAPTOR stops at the first node that does not fit
+            # RAPTOR stops at the first node that does not fit
+            if used + h.chunk.n_tokens > self.budget: break
             i = self.pos[h.chunk.id]
-            out.append(RaptorHit(h.chunk, h.score, 'raptor', self.tree.layers[i], [self.tree.nodes[c].id for c in self.tree.children[i]]))
+            out.append(RaptorHit(h.chunk, h.score, 'raptor', self.tree.layers[i],
+                                 [self.tree.nodes[c].id for c in self.tree.children[i]]))
             used += h.chunk.n_tokens
             if len(out) == k: break
         return out
@@ -270,39 +340,58 @@ _RP_FILES = ('nodes.jsonl', 'tree.json', 'vectors.npy')
 
 def _rp_read(d) -> RaptorTree:
     t = json.loads((d / 'tree.json').read_text(encoding='utf-8'))
-    return RaptorTree(read_chunks(d / 'nodes.jsonl'), t['layers'], t['children'], np.load(d / 'vectors.npy'), t['summariser'], t['report'])
+    return RaptorTree(read_chunks(d / 'nodes.jsonl'), t['layers'], t['children'],
+                      np.load(d / 'vectors.npy'), t['summariser'], t['report'])
 
 def raptor_cache(store, summariser: str = 'llm',     # 'llm' (03's backend) | 'extractive'
-                 llm_backend: str = 'llama_cpp', llm_model=None, llm_cache=None, seed: int = 0, papers=None,
+                 llm_backend: str = 'llama_cpp', llm_model=None, llm_cache=None, seed: int = 0,
+                 papers=None,
                  rebuild: bool = False, show: bool = True) -> RaptorTree:
     "An index's RAPTOR forest: read from INDEX/raptor[-extractive]/, or built now (and kept there)."
-    if summariser not in ('llm', 'extractive'): raise MethodOptionError(f"summariser must be 'llm' or 'extractive', not {summariser!r}")
+    if summariser not in ('llm', 'extractive'):
+        raise MethodOptionError(f"summariser must be 'llm' or 'extractive', not {summariser!r}")
     name = 'raptor' if summariser == 'llm' else 'raptor-extractive'
     def build(d):
         ps = list(papers) if papers is not None else store.papers()
         enc = store.encoder
-        leaves = chunk_corpus(ps, 'recursive', tokenizer=enc.tokenizer, size=100, overlap=0, progress=show)
+        leaves = chunk_corpus(ps, 'recursive', tokenizer=enc.tokenizer, size=100, overlap=0,
+                              progress=show)
         ext = ExtractiveSummariser(enc)
-        summarise = (LLMSummariser(method_backend('raptor', llm_backend, llm_model, llm_cache or d / 'llm_calls'), tokenizer=enc.tokenizer)
+        summarise = (LLMSummariser(method_backend('raptor', llm_backend, llm_model, llm_cache
+                                                  or d / 'llm_calls'), tokenizer=enc.tokenizer)
                      if summariser == 'llm' else ext)
-        tree = build_forest(leaves, enc.encode_chunks(leaves), summarise, enc, fallback=ext, seed=seed, show=show)
+        tree = build_forest(leaves, enc.encode_chunks(leaves), summarise, enc, fallback=ext,
+                            seed=seed, show=show)
         write_chunks(d / 'nodes.jsonl', tree.nodes)
         atomic_write_npy(d / 'vectors.npy', tree.vectors.astype(np.float32))
-        atomic_write_text(d / 'tree.json', json.dumps({'layers': tree.layers, 'children': tree.children,
-                                                       'summariser': tree.summariser, 'seed': seed, 'report': tree.report}))
-        return {'summariser': tree.summariser, 'nodes': len(tree.nodes), **{k: v for k, v in tree.report.items() if not isinstance(v, dict)},
+        atomic_write_text(d / 'tree.json',
+                          json.dumps({'layers': tree.layers, 'children': tree.children,
+                                                       'summariser': tree.summariser, 'seed': seed,
+                                                       'report': tree.report}))
+        return {'summariser': tree.summariser, 'nodes': len(tree.nodes),
+                **{k: v for k, v in tree.report.items() if not isinstance(v, dict)},
                 'fallbacks': len(tree.report['fallbacks']), 'failed': len(tree.report['failed'])}
-    return store.derive(name, RAPTOR_CACHE_VERSION, _RP_FILES, build, _rp_read, rebuild, match={'seed': seed})   # 02g_store
+    # 02g_store
+    return store.derive(name, RAPTOR_CACHE_VERSION, _RP_FILES, build, _rp_read, rebuild,
+                        match={'seed': seed})
 
-@register_method('raptor', "RAPTOR (SKETCH's baseline): a tree of cluster summaries per paper, all nodes searched as one pool",
+@register_method('raptor',
+                 "RAPTOR (SKETCH's baseline): a tree of cluster summaries per paper, all nodes "
+                 "searched as one pool",
                  decompose=True)   # decomposition won on dev behind it (02q_two_paper_experiment)
-def raptor_method(store, summariser: str = 'llm', budget: int = 2000, llm_backend: str = 'llama_cpp', llm_model=None,
-                  llm_cache=None, seed: int = 0, mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> RAPTOR:
-    "RAPTOR over an index (`summariser`: 'llm' — 03's backend, SmolLM2 by default — or 'extractive')."
+def raptor_method(store, summariser: str = 'llm', budget: int = 2000,
+                  llm_backend: str = 'llama_cpp', llm_model=None,
+                  llm_cache=None, seed: int = 0, mode: str = 'direct', max_tokens: int = 256,
+                  papers=None, **options) -> RAPTOR:
+    """RAPTOR over an index (`summariser`: 'llm' — 03's backend, SmolLM2 by default — or
+    'extractive')."""
     check_options('raptor', options)
     have = getattr(store, '_raptor', {})
     key = (store.meta.get('corpus_hash'), summariser, llm_backend, llm_model, seed)
     if key not in have:
-        have[key] = raptor_cache(store, summariser, llm_backend, llm_model, llm_cache, int(seed), papers)
+        have[key] = raptor_cache(store, summariser, llm_backend, llm_model, llm_cache, int(seed),
+                                 papers)
         store._raptor = have
-    return RetrieverMethod(CollapsedTree(have[key], store.encoder, int(budget)), 'raptor', store.encoder, mode, max_tokens)   # 03a's method
+    # 03a's method
+    return RetrieverMethod(CollapsedTree(have[key], store.encoder, int(budget)), 'raptor',
+                           store.encoder, mode, max_tokens)

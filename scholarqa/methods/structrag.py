@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from ..doc import atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy, writer_lock
+from scholarqa.doc import (
+    atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy,
+    writer_lock)
 from ..kg.rdf import add_entities, corpus_to_dataset, kg_select, paragraph_iri
 from ..kg.entities import PatternExtractor, entity_key, extract_entities
 from ..retrieval.base import Chunk, Hit, chunk_index_text
@@ -23,7 +25,9 @@ from ..retrieval.bm25 import BM25Index
 from ..retrieval.splade import SpladeRetriever
 from ..retrieval.store import IndexStore
 from ..generate.backends import GenParams, Message
-from ..generate.answer import CONTEXT_BUDGET, Answer, Evidence, answer_prompt, build_context, check_citations, is_insufficient
+from scholarqa.generate.answer import (
+    CONTEXT_BUDGET, Answer, Evidence, answer_prompt, build_context, check_citations,
+    is_insufficient)
 from ..protocol import GeneratorAnswer, MethodOptionError, check_options, register_method
 
 # %% auto #0
@@ -38,7 +42,8 @@ SELECT DISTINCT ?e ?para WHERE { ?para sqa:mentions ?e }"""
 
 @dataclass
 class EntityLayer:
-    "The KG's entity nodes as a gazetteer (normalised label → node ids) and the paragraphs that mention each node."
+    """The KG's entity nodes as a gazetteer (normalised label → node ids) and the paragraphs that
+    mention each node."""
     labels: dict              # entity_key(label or alias) -> [entity id, …]
     names: dict               # entity id -> display label
     types: dict               # entity id -> entity type ('Method', 'Dataset', …)
@@ -57,7 +62,8 @@ class EntityLayer:
 def build_entity_layer(papers,                     # Paper objects (the corpus)
                        extractors=None,            # 01_kg extractors; None: PatternExtractor fitted on `papers`
                        progress: bool = False) -> EntityLayer:
-    "Extract entities, write them into the RDF document graph, read node → paragraph links back with SPARQL."
+    """Extract entities, write them into the RDF document graph, read node → paragraph links back
+    with SPARQL."""
     from scholarqa.kg.entities import PatternExtractor, extract_entities, entity_key
     from scholarqa.kg.rdf import corpus_to_dataset, add_entities, kg_select, paragraph_iri
     papers = list(papers)
@@ -65,7 +71,8 @@ def build_entity_layer(papers,                     # Paper objects (the corpus)
     ents, mentions = extract_entities(papers, extractors, progress=progress)
     ds = corpus_to_dataset(papers)
     add_entities(ds, ents, mentions)
-    iri2para = {str(paragraph_iri(p.id, s.path, para.index)): para.id for p in papers for s, para in iter_paragraphs(p)}
+    iri2para = {str(paragraph_iri(p.id, s.path, para.index)): para.id for p in papers
+                for s, para in iter_paragraphs(p)}
     base = 'https://w3id.org/scholarqa/entity/'
     paras = defaultdict(set)
     for r in kg_select(ds, _Q_ALL_MENTIONS):
@@ -79,8 +86,10 @@ def build_entity_layer(papers,                     # Paper objects (the corpus)
             if k and e.id not in labels[k]: labels[k].append(e.id)
     n = sum(1 for p in papers for _ in iter_paragraphs(p))
     keep = {e.id for e in ents if e.id in paras}
-    return EntityLayer(dict(labels), {e.id: e.label for e in ents if e.id in keep}, {e.id: e.type for e in ents if e.id in keep},
-                       {k: sorted(v) for k, v in paras.items() if k in keep}, n, corpus_hash(p.id for p in papers),
+    return EntityLayer(dict(labels), {e.id: e.label for e in ents if e.id in keep},
+                       {e.id: e.type for e in ents if e.id in keep},
+                       {k: sorted(v) for k, v in paras.items() if k in keep}, n,
+                       corpus_hash(p.id for p in papers),
                        [getattr(x, 'name', type(x).__name__) for x in extractors])
 
 # %% ../../nbs/04_structrag.ipynb #ccf32f9f
@@ -92,7 +101,8 @@ def question_entities(question: str, layer: EntityLayer,
                       max_ngram: int = 6,          # longest word n-gram looked up
                       max_df: float = 0.05,        # drop nodes mentioned in more than this share of paragraphs
                       min_chars: int = 3) -> list[dict]:
-    "KG entity nodes named in `question`: [{'entity', 'label', 'type', 'text', 'df', 'idf'}], in question order."
+    """KG entity nodes named in `question`: [{'entity', 'label', 'type', 'text', 'df', 'idf'}],
+    in question order."""
     from scholarqa.kg.entities import entity_key
     words = [(m.start(), m.end()) for m in _QE_WORD.finditer(question)]
     found, used = [], set()
@@ -114,7 +124,8 @@ def question_entities(question: str, layer: EntityLayer,
         for e in eids:
             if e in seen or layer.df(e) > max_df * layer.n_paragraphs: continue
             seen.add(e)
-            out.append({'entity': e, 'label': layer.names[e], 'type': layer.types[e], 'text': text, 'df': layer.df(e),
+            out.append({'entity': e, 'label': layer.names[e], 'type': layer.types[e], 'text': text,
+                        'df': layer.df(e),
                         'idf': round(layer.idf(e), 4)})
     return out
 
@@ -141,7 +152,8 @@ def source_diverse_rerank(hits,                 # candidate pool, best first (re
                           keep_top: int = 0,    # the first `keep_top` hits are kept whatever their source
                           min_rel: float = 0.0  # a new source needs score >= min_rel * top score (0: no threshold)
                           ) -> list[Hit]:
-    "k hits of the pool covering as many sources as the cap allows, chosen greedily in relevance order; returned in that order."
+    """k hits of the pool covering as many sources as the cap allows, chosen greedily in
+    relevance order; returned in that order."""
     hits = list(hits)
     if not hits: return []
     top, chosen, counts = hits[0].score, set(range(min(keep_top, k, len(hits)))), Counter()
@@ -162,11 +174,12 @@ def source_mmr_rerank(hits,                      # candidate pool, best first
                       k: int = 5,
                       lam: float = 0.7           # weight of relevance against source redundancy
                       ) -> list[Hit]:
-    "λ-MMR: repeatedly take argmax λ·rel(p) − (1−λ)·(paragraphs already taken from S(p)); returned in relevance order."
+    """λ-MMR: repeatedly take argmax λ·rel(p) − (1−λ)·(paragraphs already taken from S(p));
+    returned in relevance order."""
     hits = list(hits)
     if not hits: return []
     s = np.array([h.score for h in hits], dtype=float)
-    rel = (s - s.min()) / (s.max() - s.min()) if s.max() > s.min() else np.ones_like(s)   # (n_pool,)
+    rel = (s - s.min()) / (s.max() - s.min()) if s.max() > s.min() else np.ones_like(s)  # (n_pool,)
     chosen, counts = [], Counter()
     while len(chosen) < min(k, len(hits)):
         i = max((i for i in range(len(hits)) if i not in chosen),
@@ -175,71 +188,93 @@ def source_mmr_rerank(hits,                      # candidate pool, best first
     return [hits[i] for i in sorted(chosen)]
 
 def max_distinct_sources(hits, k: int = 5) -> int:
-    "The most sources any k of `hits` can cover, by brute force over all subsets (the optimum of Eq. 4)."
+    """The most sources any k of `hits` can cover, by brute force over all subsets (the optimum
+    of Eq. 4)."""
     hits = list(hits)
     if len(hits) <= k: return distinct_sources(hits)
-    return max(len({hit_source(hits[i]) for i in c}) for c in itertools.combinations(range(len(hits)), k))
+    return max(len({hit_source(hits[i]) for i in c})
+               for c in itertools.combinations(range(len(hits)), k))
 
 # %% ../../nbs/04_structrag.ipynb #d94d56d2
 @dataclass
 class StructRAGConfig:
-    "Knobs of the StructRAG pipeline (defaults: chosen on the unArXive dev questions; seed values in comments)."
-    pool: int = 30               # paragraphs kept by relevance before diversity (seed: 15; 30 chosen on dev)
-    depth: int = 100             # per-list depth of the min–max normalisation (the store hybrid's depth)
+    """Knobs of the StructRAG pipeline (defaults: chosen on the unArXive dev questions; seed
+    values in comments)."""
+    pool: int = 30  # paragraphs kept by relevance before diversity (seed: 15; 30 chosen on dev)
+    depth: int = 100  # per-list depth of the min–max normalisation (the store hybrid's depth)
     entities: bool = True        # add the KG entity-coverage term (and entity-matched candidates)
     entity_weight: float = 0.3   # w_E
-    max_df: float = 0.05         # question entities mentioned in more than this share of paragraphs are ignored
-    papers: int = 10             # rank paragraphs inside the `papers` best papers (section 3b); 0: one flat corpus-wide ranking
-    paper_weight: float = 0.35   # α: weight of the paper's score against the paragraph's score inside its paper (chosen on dev)
-    diversity: str = 'mmr'       # 'mmr' (chosen on dev) | 'greedy' (per-source cap) | 'none' (relevance top k)
+    # question entities mentioned in more than this share of paragraphs are ignored
+    max_df: float = 0.05
+    # rank paragraphs inside the `papers` best papers (section 3b); 0: one flat corpus-wide ranking
+    papers: int = 10
+    # α: weight of the paper's score against the paragraph's score inside its paper (chosen on dev)
+    paper_weight: float = 0.35
+    # 'mmr' (chosen on dev) | 'greedy' (per-source cap) | 'none' (relevance top k)
+    diversity: str = 'mmr'
     cap: int = 2                 # per-source cap of the greedy pass (seed's Eq. 4 = 1)
     keep_top: int = 1            # hits kept first whatever their source
     min_rel: float = 0.0         # relative relevance a new source must reach (0: none)
-    lam: float = 0.9             # λ of the MMR variant (chosen on dev; 0.7 was best for the flat ranking)
-    sparse_weight: float = 0.0   # w_S: the learned sparse (SPLADE) channel in rel; 0 = off; needs `splade` (the experiment companion's SPLADE runs: 1.0)
-    rerank_weight: float = 0.0   # β: share of the cross-encoder in W(p | S) for the top `rerank_depth` paragraphs; 0 = off; needs `reranker` (02j_rerank)
-    rerank_depth: int = 30       # paragraphs (of the chosen papers, best first) the cross-encoder reads
+    lam: float = 0.9  # λ of the MMR variant (chosen on dev; 0.7 was best for the flat ranking)
+    # w_S: the learned sparse (SPLADE) channel in rel; 0 = off; needs `splade` (the experiment
+    # companion's SPLADE runs: 1.0)
+    sparse_weight: float = 0.0
+    # β: share of the cross-encoder in W(p | S) for the top `rerank_depth` paragraphs; 0 = off;
+    # needs `reranker` (02j_rerank)
+    rerank_weight: float = 0.0
+    rerank_depth: int = 30  # paragraphs (of the chosen papers, best first) the cross-encoder reads
 
 def _mm_depth(x: np.ndarray, depth: int | None = None) -> np.ndarray:
-    "Min–max over the top `depth` scores (None: all); below the depth-th score is 0; a constant vector becomes all ones."
+    """Min–max over the top `depth` scores (None: all); below the depth-th score is 0; a constant
+    vector becomes all ones."""
     if len(x) == 0: return x
     d = len(x) if depth is None else min(depth, len(x))
     lo, hi = float(np.partition(x, -d)[-d]), float(x.max())
     return np.clip((x - lo) / (hi - lo), 0, 1) if hi > lo else (x >= hi).astype(float)
 
 class StructRAG(GeneratorAnswer):
-    "StructRAG over paragraph chunks: entity + hybrid relevance → top-`pool` → source-diverse k; answers with 03a's generator."
+    """StructRAG over paragraph chunks: entity + hybrid relevance → top-`pool` → source-diverse
+    k; answers with 03a's generator."""
     name = 'structrag'
     def __init__(self, chunks,                      # paragraph chunks (context headers recommended)
-                 vectors: np.ndarray,               # (n_chunks, d) L2-normalised chunk vectors, row i = chunks[i]
+                 vectors: np
+                 .ndarray,  # (n_chunks, d) L2-normalised chunk vectors, row i = chunks[i]
                  encoder,                           # the sentence encoder of `vectors` (query side)
                  layer: EntityLayer | None = None,  # the KG entity layer; None: no entity matching
-                 nlp=None,                          # spaCy pipeline for question NER (None: gazetteer only)
+                 nlp=None,  # spaCy pipeline for question NER (None: gazetteer only)
                  config: StructRAGConfig | None = None,
                  splade=None):                      # a SpladeEncoder, or a SpladeRetriever over these chunks: the optional third channel
-        self.chunks, self.vectors, self.encoder, self.layer, self.nlp = list(chunks), vectors, encoder, layer, nlp
-        if splade is not None and not isinstance(splade, SpladeRetriever): splade = SpladeRetriever(self.chunks, splade)
+        self.chunks, self.vectors, self.encoder, self.layer, self.nlp = (list(chunks), vectors,
+                                                                         encoder, layer, nlp)
+        if splade is not None and not isinstance(splade, SpladeRetriever):
+            splade = SpladeRetriever(self.chunks, splade)
         if splade is not None and [c.id for c in splade.chunks] != [c.id for c in self.chunks]:
-            raise ValueError('the SpladeRetriever indexes other chunks than this StructRAG: build it over the same chunk list')
+            raise ValueError('the SpladeRetriever indexes other chunks than this StructRAG: build '
+                             'it over the same chunk list')
         self.splade = splade
-        self.reranker = None                        # a 02j_rerank Reranker: the optional in-paper rerank stage
+        self.reranker = None  # a 02j_rerank Reranker: the optional in-paper rerank stage
         self.config = config or StructRAGConfig()
         self.bm25 = BM25Index(self.chunks)
         self.row_of = {}                            # paragraph id -> chunk rows
         for i, c in enumerate(self.chunks):
             for p in (c.paragraph_ids or [c.id]): self.row_of.setdefault(p, []).append(i)
-        self.papers = list(dict.fromkeys(c.paper_id for c in self.chunks))            # paper ids, in index order
+        # paper ids, in index order
+        self.papers = list(dict.fromkeys(c.paper_id for c in self.chunks))
         _num = {p: n for n, p in enumerate(self.papers)}
-        self.paper_of = np.array([_num[c.paper_id] for c in self.chunks], dtype=np.int64)   # (n_chunks,) paper number of each chunk
+        # (n_chunks,) paper number of each chunk
+        self.paper_of = np.array([_num[c.paper_id] for c in self.chunks], dtype=np.int64)
         _order = np.argsort(self.paper_of, kind='stable')
         _cut = np.searchsorted(self.paper_of[_order], np.arange(len(self.papers) + 1))
-        self.paper_rows = [_order[a:b] for a, b in zip(_cut[:-1], _cut[1:])]       # paper number -> its chunk rows (ascending)
-    def __repr__(self): return f'StructRAG({len(self.chunks)} chunks, {self.layer!r}, {self.config})'
+        # paper number -> its chunk rows (ascending)
+        self.paper_rows = [_order[a:b] for a, b in zip(_cut[:-1], _cut[1:])]
+    def __repr__(self):
+        return f'StructRAG({len(self.chunks)} chunks, {self.layer!r}, {self.config})'
 
 # %% ../../nbs/04_structrag.ipynb #aa5ac8de
 @patch
 def query_vector(self: StructRAG, question: str) -> np.ndarray:
-    "The question's vector (d,) from the pipeline's encoder; the last few are memoised on the instance."
+    """The question's vector (d,) from the pipeline's encoder; the last few are memoised on the
+    instance."""
     memo = self.__dict__.setdefault('_qv_memo', {})
     if question not in memo:
         if len(memo) >= 8: memo.pop(next(iter(memo)))
@@ -248,15 +283,21 @@ def query_vector(self: StructRAG, question: str) -> np.ndarray:
     return memo[question]
 
 @patch
-def relevance(self: StructRAG, question: str, config: StructRAGConfig | None = None) -> tuple[np.ndarray, list]:
-    "(rel score of every chunk (n_chunks,), the question's KG entities); the last few results are memoised on the instance."
+def relevance(self: StructRAG, question: str,
+              config: StructRAGConfig | None = None) -> tuple[np.ndarray, list]:
+    """(rel score of every chunk (n_chunks,), the question's KG entities); the last few results
+    are memoised on the instance."""
     cfg = config or self.config
     key = (question, cfg.depth, cfg.entities, cfg.entity_weight, cfg.max_df, cfg.sparse_weight)
     memo = self.__dict__.setdefault('_rel_memo', {})
     if key in memo: return memo[key][0].copy(), list(memo[key][1])
-    rel = _mm_depth(self.bm25.scores(question), cfg.depth) + _mm_depth(self.vectors @ self.query_vector(question), cfg.depth)   # (n_chunks,)
+    # (n_chunks,)
+    rel = (_mm_depth(self.bm25.scores(question), cfg.depth)
+           + _mm_depth(self.vectors @ self.query_vector(question), cfg.depth))
     if cfg.sparse_weight:
-        if self.splade is None: raise ValueError('sparse_weight > 0 needs the SPLADE channel: StructRAG(..., splade=SpladeEncoder())')
+        if self.splade is None:
+            raise ValueError('sparse_weight > 0 needs the SPLADE channel: StructRAG(..., '
+                             'splade=SpladeEncoder())')
         rel += cfg.sparse_weight * _mm_depth(self.splade.scores(question), cfg.depth)
     ents = []
     if cfg.entities and self.layer is not None:
@@ -268,21 +309,27 @@ def relevance(self: StructRAG, question: str, config: StructRAGConfig | None = N
     return rel, ents
 
 @patch
-def pool(self: StructRAG, question: str, n: int | None = None, config: StructRAGConfig | None = None) -> list[Hit]:
-    "The top-n chunks (n = config.pool) by paper-then-paragraph relevance (config.papers = 0: flat relevance), best first."
+def pool(self: StructRAG, question: str, n: int | None = None,
+         config: StructRAGConfig | None = None) -> list[Hit]:
+    """The top-n chunks (n = config.pool) by paper-then-paragraph relevance (config.papers = 0:
+    flat relevance), best first."""
     cfg = config or self.config
     rel, _ = self.relevance(question, cfg)
-    if cfg.papers: rel = self.hierarchical_relevance(question, rel, cfg)     # −inf outside the best papers
+    # −inf outside the best papers
+    if cfg.papers: rel = self.hierarchical_relevance(question, rel, cfg)
     n = min(n or cfg.pool, int(np.isfinite(rel).sum()))
     top = np.argsort(-rel, kind='stable')[:n]
     return [Hit(self.chunks[i], float(rel[i]), 'structrag-pool') for i in top]
 
 @patch
-def retrieve(self: StructRAG, question: str, k: int = 5, config: StructRAGConfig | None = None, **overrides) -> Evidence:
-    "The k context paragraphs: the relevance pool reranked for source diversity (config fields can be overridden by name)."
+def retrieve(self: StructRAG, question: str, k: int = 5, config: StructRAGConfig | None = None,
+             **overrides) -> Evidence:
+    """The k context paragraphs: the relevance pool reranked for source diversity (config fields
+    can be overridden by name)."""
     cfg = replace(config or self.config, **overrides)
     pool = self.pool(question, cfg.pool, cfg)
-    if cfg.diversity == 'greedy': out = source_diverse_rerank(pool, k, cfg.cap, cfg.keep_top, cfg.min_rel)
+    if cfg.diversity == 'greedy': out = source_diverse_rerank(pool, k, cfg.cap, cfg.keep_top,
+                                                              cfg.min_rel)
     elif cfg.diversity == 'mmr': out = source_mmr_rerank(pool, k, cfg.lam)
     elif cfg.diversity == 'none': out = pool[:k]
     else: raise ValueError(f"unknown diversity {cfg.diversity!r}: 'greedy', 'mmr' or 'none'")
@@ -298,15 +345,19 @@ def paper_scores(self: StructRAG, rel: np.ndarray) -> np.ndarray:
 
 @patch
 def within_paper(self: StructRAG, question: str, rows, rel: np.ndarray) -> np.ndarray:
-    "(len(rows),) W(p | S) ∈ [0, 1] for the chunk `rows` of one paper: paper-local BM25 + cosine + corpus relevance."
+    """(len(rows),) W(p | S) ∈ [0, 1] for the chunk `rows` of one paper: paper-local BM25 +
+    cosine + corpus relevance."""
     rows = np.asarray(rows, dtype=np.int64)
-    s = (_mm_depth(self.bm25.scores_within(question, rows)) + _mm_depth(self.vectors[rows] @ self.query_vector(question))
+    s = (_mm_depth(self.bm25.scores_within(question, rows))
+         + _mm_depth(self.vectors[rows] @ self.query_vector(question))
          + _mm_depth(rel[rows]))
     return _mm_depth(s)
 
 @patch
-def hierarchical_relevance(self: StructRAG, question: str, rel: np.ndarray, config: StructRAGConfig | None = None) -> np.ndarray:
-    "(n_chunks,) α·P̂(S) + (1 − α)·W(p | S) for the paragraphs of the `config.papers` best papers, −inf for all others."
+def hierarchical_relevance(self: StructRAG, question: str, rel: np.ndarray,
+                           config: StructRAGConfig | None = None) -> np.ndarray:
+    """(n_chunks,) α·P̂(S) + (1 − α)·W(p | S) for the paragraphs of the `config.papers` best
+    papers, −inf for all others."""
     cfg = config or self.config
     ps = self.paper_scores(rel)
     top = np.argsort(-ps, kind='stable')[:cfg.papers]
@@ -319,36 +370,48 @@ def hierarchical_relevance(self: StructRAG, question: str, rel: np.ndarray, conf
     return out
 
 @patch
-def rerank_within_papers(self: StructRAG, question: str, out: np.ndarray, w: np.ndarray, p_of: np.ndarray,
+def rerank_within_papers(self: StructRAG, question: str, out: np.ndarray, w: np.ndarray,
+                         p_of: np.ndarray,
                          config: StructRAGConfig | None = None) -> np.ndarray:
-    "The top `rerank_depth` paragraphs rescored with W' = (1 − β)·W + β·CE (CE min–max inside each paper's candidates); the rest −inf."
+    """The top `rerank_depth` paragraphs rescored with W' = (1 − β)·W + β·CE (CE min–max inside
+    each paper's candidates); the rest −inf."""
     cfg = config or self.config
-    if self.reranker is None: raise ValueError('rerank_weight > 0 needs a cross-encoder: set StructRAG.reranker = Reranker(...) (02j_rerank)')
-    cand = [int(i) for i in np.argsort(-out, kind='stable')[:cfg.rerank_depth] if np.isfinite(out[i])]
-    ce = self.reranker.scores(question, [chunk_index_text(self.chunks[i]) for i in cand])          # (n_cand,)
+    if self.reranker is None:
+        raise ValueError('rerank_weight > 0 needs a cross-encoder: set StructRAG.reranker = '
+                         'Reranker(...) (02j_rerank)')
+    cand = [int(i) for i in np.argsort(-out, kind='stable')[:cfg.rerank_depth]
+            if np.isfinite(out[i])]
+    # (n_cand,)
+    ce = self.reranker.scores(question, [chunk_index_text(self.chunks[i]) for i in cand])
     res = np.full(len(out), -np.inf)
     by_paper = {}
     for j, i in enumerate(cand): by_paper.setdefault(int(self.paper_of[i]), []).append(j)
     for js in by_paper.values():
         x = ce[js]
-        ce_mm = (x - x.min()) / (x.max() - x.min()) if len(js) > 1 and x.max() > x.min() else np.ones(len(js))
+        ce_mm = ((x - x.min()) / (x.max() - x.min()) if len(js) > 1 and x.max() > x.min()
+                 else np.ones(len(js)))
         for j, c in zip(js, ce_mm):
             i = cand[j]
-            res[i] = cfg.paper_weight * p_of[i] + (1 - cfg.paper_weight) * ((1 - cfg.rerank_weight) * w[i] + cfg.rerank_weight * c)
+            res[i] = (cfg.paper_weight * p_of[i]
+                      + (1 - cfg.paper_weight) * ((1 - cfg.rerank_weight) * w[i]
+                                                  + cfg.rerank_weight * c))
     return res
 
 # %% ../../nbs/04_structrag.ipynb #132f2b3e
 class VanillaRAG(GeneratorAnswer):
-    "The seed's baseline: fixed-size chunks, top k by cosine similarity of MiniLM embeddings; answers with 03a's generator."
+    """The seed's baseline: fixed-size chunks, top k by cosine similarity of MiniLM embeddings;
+    answers with 03a's generator."""
     name = 'vanilla'
-    def __init__(self, chunks, vectors: np.ndarray, encoder):   # vectors: (n_chunks, d), row i = chunks[i]
+    def __init__(self, chunks, vectors: np.ndarray,
+                 encoder):   # vectors: (n_chunks, d), row i = chunks[i]
         self.chunks, self.vectors, self.encoder = list(chunks), vectors, encoder
     def __repr__(self): return f'VanillaRAG({len(self.chunks)} chunks)'
     def retrieve(self, question: str, k: int = 5) -> Evidence:
         "The k chunks most similar to the question, best first."
         qv = self.encoder.encode([question], use_cache=False)[0]
         s = self.vectors @ qv                                        # (n_chunks,)
-        return Evidence([Hit(self.chunks[i], float(s[i]), 'vanilla') for i in np.argsort(-s, kind='stable')[:k]], question)
+        return Evidence([Hit(self.chunks[i], float(s[i]), 'vanilla')
+                         for i in np.argsort(-s, kind='stable')[:k]], question)
 
 # %% ../../nbs/04_structrag.ipynb #b755871a
 STRUCTRAG_CACHE_VERSION = 1
@@ -364,20 +427,26 @@ def load_entity_layer(path) -> EntityLayer:
 
 def _read_structrag_cache(d: Path): return load_entity_layer(d / 'entities.json')
 
-def structrag_cache(store: IndexStore, papers=None,           # Paper objects; None: the index's corpus folder
+def structrag_cache(store: IndexStore,
+                    papers=None,           # Paper objects; None: the index's corpus folder
                     rebuild: bool = False) -> EntityLayer:
-    "The entity layer of an index: read from INDEX_DIR/structrag/, or rebuilt when the index changed."
+    """The entity layer of an index: read from INDEX_DIR/structrag/, or rebuilt when the index
+    changed."""
     def build(d):
         ps = list(papers) if papers is not None else store.papers()
         layer = build_entity_layer(ps)
         save_entity_layer(layer, d / 'entities.json')
         return {'entities': len(layer.names), 'extractors': layer.extractors}
-    return store.derive('structrag', STRUCTRAG_CACHE_VERSION, _SR_FILES, build, _read_structrag_cache, rebuild)   # 02g_store
+    # 02g_store
+    return store.derive('structrag', STRUCTRAG_CACHE_VERSION, _SR_FILES, build,
+                        _read_structrag_cache, rebuild)
 
 # %% ../../nbs/04_structrag.ipynb #7888fa4e
-def structrag_messages(question: str, hits, structure: bool = True,    # False: passages without labels or section paths
+def structrag_messages(question: str, hits,
+                       structure: bool = True,    # False: passages without labels or section paths
                        budget: int | None = None, tokenizer=None) -> list:
-    "The answer prompt of 03_generate, optionally with the structural metadata stripped from the passages."
+    """The answer prompt of 03_generate, optionally with the structural metadata stripped from
+    the passages."""
     from scholarqa.generate.answer import answer_prompt, build_context, CONTEXT_BUDGET
     from scholarqa.generate.backends import Message
     budget = CONTEXT_BUDGET if budget is None else budget
@@ -385,27 +454,34 @@ def structrag_messages(question: str, hits, structure: bool = True,    # False: 
     if structure: return msgs
     with_meta = build_context(hits, True, True, budget, tokenizer)
     bare = build_context(hits, False, False, budget, tokenizer)
-    if with_meta not in msgs[-1].content: raise ValueError('the 03_generate prompt no longer contains its context block verbatim')
+    if with_meta not in msgs[-1].content:
+        raise ValueError('the 03_generate prompt no longer contains its context block verbatim')
     return msgs[:-1] + [Message(msgs[-1].role, msgs[-1].content.replace(with_meta, bare))]
 
 def generate_answer(backend, question: str, hits, structure: bool = True,
                     params=None,                 # GenParams (default 128 tokens, greedy)
                     tokenizer=None, encoder=None) -> Answer:
-    "Answer from `hits` with any 03_generate backend; citations and invented labels are checked when labels are on."
+    """Answer from `hits` with any 03_generate backend; citations and invented labels are checked
+    when labels are on."""
     from scholarqa.generate.backends import GenParams
     from scholarqa.generate.answer import check_citations, is_insufficient
     params = params or GenParams(max_tokens=128)
     c = backend.chat(structrag_messages(question, hits, structure, tokenizer=tokenizer), params)
     text = c.text.strip()
-    cits, _, inv = check_citations(text, hits, encoder, threshold=0.0) if structure else ([], [], [])
-    return Answer(text, cits, [], inv, list(hits), c.backend, c.model, insufficient=is_insufficient(text), completions=[c])
+    cits, _, inv = (check_citations(text, hits, encoder, threshold=0.0) if structure
+                    else ([], [], []))
+    return Answer(text, cits, [], inv, list(hits), c.backend, c.model,
+                  insufficient=is_insufficient(text), completions=[c])
 
 # %% ../../nbs/04_structrag.ipynb #021e0d29
-def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy': the bundled pipeline; None: gazetteer only
+def pipelines_for_store(store: IndexStore, papers=None,
+                        nlp='spacy',   # 'spacy': the bundled pipeline; None: gazetteer only
                         config: StructRAGConfig | None = None) -> tuple[StructRAG, VanillaRAG]:
-    "The StructRAG and VanillaRAG pipelines of an index (built objects are kept on the store for later calls)."
+    """The StructRAG and VanillaRAG pipelines of an index (built objects are kept on the store
+    for later calls)."""
     if store.meta.get('chunker') != 'paragraph':
-        raise ValueError(f"{store.path}: StructRAG retrieves paragraphs; index the corpus with --chunker paragraph (got {store.meta.get('chunker')!r})")
+        raise ValueError(f"{store.path}: StructRAG retrieves paragraphs; index the corpus with "
+                         f"--chunker paragraph (got {store.meta.get('chunker')!r})")
     have = getattr(store, '_structrag', None)
     if have and have[0] == store.meta.get('corpus_hash'):
         srag, vrag = have[1], have[2]
@@ -415,18 +491,22 @@ def pipelines_for_store(store: IndexStore, papers=None, nlp='spacy',   # 'spacy'
     ner = 'spacy'
     if nlp == 'spacy':
         try: nlp = load_spacy()
-        except ImportError as e:               # no spaCy model installed: the gazetteer alone matches entities, and it is said
+        # no spaCy model installed: the gazetteer alone matches entities, and it is said
+        except ImportError as e:
             nlp, ner = None, f'gazetteer only (spaCy unavailable: {e})'
             warnings.warn(f'StructRAG: {ner}')
     elif nlp is None: ner = 'gazetteer only (nlp=None)'
-    srag = StructRAG(store.chunks, store.encoder.encode_chunks(store.chunks), store.encoder, layer, nlp, config)
-    srag.ner = ner                             # what matched question entities: recorded by the experiment companion
-    vrag = VanillaRAG(*store.fixed_chunks(papers), store.encoder)   # 02g's one fixed-chunk baseline, shared with SKETCH's Naive
+    srag = StructRAG(store.chunks, store.encoder.encode_chunks(store.chunks), store.encoder, layer,
+                     nlp, config)
+    srag.ner = ner  # what matched question entities: recorded by the experiment companion
+    # 02g's one fixed-chunk baseline, shared with SKETCH's Naive
+    vrag = VanillaRAG(*store.fixed_chunks(papers), store.encoder)
     store._structrag = (store.meta.get('corpus_hash'), srag, vrag)
     return _sr_attach_splade(store, srag), vrag
 
 def _sr_attach_splade(store: IndexStore, srag: StructRAG) -> StructRAG:
-    "Give the pipeline the index's SPLADE channel (cached in INDEX_DIR/splade/) when its configuration weighs it."
+    """Give the pipeline the index's SPLADE channel (cached in INDEX_DIR/splade/) when its
+    configuration weighs it."""
     if srag.config.sparse_weight and srag.splade is None: srag.splade = store.retriever('splade')
     return srag
 
@@ -434,30 +514,40 @@ def method_hits(store: IndexStore, question: str, k: int = 5,
                 method: str = 'structrag',        # 'structrag' | 'vanilla'
                 papers=None, config: StructRAGConfig | None = None) -> list[Hit]:
     "The k context passages a method gives the generator for `question` over an index."
-    if method not in ('structrag', 'vanilla'): raise ValueError(f"unknown method {method!r}: 'structrag' or 'vanilla'")
+    if method not in ('structrag', 'vanilla'):
+        raise ValueError(f"unknown method {method!r}: 'structrag' or 'vanilla'")
     srag, vrag = pipelines_for_store(store, papers, config=config)
     return srag.retrieve(question, k) if method == 'structrag' else vrag.retrieve(question, k)
 
-@register_method('structrag', 'StructRAG (seed 000): entity-anchored, source-diverse paragraphs with their place in the paper')
-def structrag_method(store, sparse_weight: float = 0.0,   # w_S of the optional SPLADE channel (0: off)
+@register_method('structrag',
+                 'StructRAG (seed 000): entity-anchored, source-diverse paragraphs with their '
+                 'place in the paper')
+def structrag_method(store,
+                     sparse_weight: float = 0.0,   # w_S of the optional SPLADE channel (0: off)
                      mode: str = 'direct', max_tokens: int = 256, papers=None,
-                     reranker=None,                       # a 02j_rerank Reranker: rerank inside the chosen papers
+                     reranker=None,  # a 02j_rerank Reranker: rerank inside the chosen papers
                      rerank_weight: float = 1.0,          # β when a reranker is given
                      rerank_depth: int = 30, **options) -> StructRAG:
     "StructRAG over an index, ready to retrieve and answer."
     check_options('structrag', options)
-    if not sparse_weight >= 0: raise MethodOptionError(f'--sparse-weight must be a non-negative weight, not {sparse_weight}')
-    cfg = replace(StructRAGConfig(), sparse_weight=sparse_weight, rerank_weight=rerank_weight if reranker is not None else 0.0,
+    if not sparse_weight >= 0:
+        raise MethodOptionError('--sparse-weight must be a non-negative weight, not '
+                                f'{sparse_weight}')
+    cfg = replace(StructRAGConfig(), sparse_weight=sparse_weight,
+                  rerank_weight=rerank_weight if reranker is not None else 0.0,
                   rerank_depth=rerank_depth)
     srag, _ = pipelines_for_store(store, papers, config=cfg)
     srag.reranker = reranker
     srag.mode, srag.max_tokens = mode, max_tokens
     return srag
 
-@register_method('vanilla', "VanillaRAG, StructRAG's baseline: 1,000-token chunks, top k by MiniLM cosine")
-def vanilla_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None, **options) -> VanillaRAG:
+@register_method('vanilla',
+                 "VanillaRAG, StructRAG's baseline: 1,000-token chunks, top k by MiniLM cosine")
+def vanilla_method(store, mode: str = 'direct', max_tokens: int = 256, papers=None,
+                   **options) -> VanillaRAG:
     "VanillaRAG over an index, ready to retrieve and answer."
     check_options('vanilla', options)
-    vrag = VanillaRAG(*store.fixed_chunks(papers), store.encoder)   # the index's fixed-chunk baseline: no entity layer needed
+    # the index's fixed-chunk baseline: no entity layer needed
+    vrag = VanillaRAG(*store.fixed_chunks(papers), store.encoder)
     vrag.mode, vrag.max_tokens = mode, max_tokens
     return vrag

@@ -10,7 +10,8 @@ from typing import Iterator
 from pathlib import Path
 from dataclasses import dataclass
 import gzip, importlib, json, pkgutil, re
-from ..doc import Author, IngestError, Paper, Paragraph, Reference, Section, Span, finalize_paper, read_text
+from ..doc import (
+    Author, IngestError, Paper, Paragraph, Reference, Section, Span, finalize_paper, read_text)
 
 # %% auto #0
 __all__ = ['READERS', 'SIDECAR_METADATA', 'ReaderSpec', 'register_reader', 'detect_format', 'load_readers', 'replace_citations',
@@ -24,7 +25,8 @@ class ReaderSpec:
     suffixes: tuple = ()
     sniff: Callable[[Path, str], bool] | None = None
     description: str = ''
-    companions: Callable[[Path], list] | None = None   # sibling files this reader reads along with `path`
+    # sibling files this reader reads along with `path`
+    companions: Callable[[Path], list] | None = None
 
 READERS: dict[str, ReaderSpec] = {}
 
@@ -33,13 +35,15 @@ def register_reader(name: str, suffixes=(), sniff=None, description: str = '', c
     also reads (CiteSeer's `.cites`, Cora's five tables): a folder ingest does not read them on their own, and a change to
     one of them re-ingests the main file."""
     def deco(fn):
-        READERS[name] = ReaderSpec(name, fn, tuple(suffixes), sniff, description or (fn.__doc__ or '').strip(), companions)
+        READERS[name] = ReaderSpec(name, fn, tuple(suffixes), sniff,
+                                   description or (fn.__doc__ or '').strip(), companions)
         return fn
     return deco
 
 def _head(path: Path, n: int = 4096) -> str:
     try:
-        with (gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')) as f: raw = f.read(n)
+        with (gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')) as f:
+            raw = f.read(n)
     except (OSError, EOFError): return ''
     return raw.decode('utf-8', errors='replace')
 
@@ -49,7 +53,8 @@ def _bare_suffix(path: Path) -> str:
     return sfx[-1].lower() if sfx else ''
 
 def detect_format(path) -> str:
-    "The reader name for `path`: sniffers first (they can read content), then file endings. Raises `IngestError` if none fits."
+    """The reader name for `path`: sniffers first (they can read content), then file endings.
+    Raises `IngestError` if none fits."""
     path = Path(path)
     head, sfx = _head(path), _bare_suffix(path)
     for spec in READERS.values():
@@ -57,25 +62,35 @@ def detect_format(path) -> str:
             try:
                 if spec.sniff(path, head): return spec.name
             except (UnicodeDecodeError, ValueError, KeyError, IndexError, OSError, EOFError):
-                pass   # content this sniffer cannot parse is not its format; any other error is a sniffer bug and propagates
+                # content this sniffer cannot parse is not its format; any other error is a sniffer
+                # bug and propagates
+                pass
     for spec in READERS.values():
         if not spec.sniff and sfx in spec.suffixes: return spec.name
-    if path.suffix == '.gz':                  # say why nothing could look inside, when that is the reason
+    if path.suffix == '.gz':  # say why nothing could look inside, when that is the reason
         try:
             with gzip.open(path, 'rb') as f:
-                for _ in range(64):             # up to 64 MiB: enough to meet a cut-off stream's end
+                for _ in range(64):  # up to 64 MiB: enough to meet a cut-off stream's end
                     if not f.read(1 << 20): break
-        except (OSError, EOFError) as e: raise IngestError(path, f'corrupt or truncated gzip ({e})') from None
-    raise IngestError(path, f'no reader recognises this file (ending {sfx or "none"}); pass --format explicitly')
+        except (OSError, EOFError) as e: raise IngestError(path,
+                                                           'corrupt or truncated gzip '
+                                                           f'({e})') from None
+    raise IngestError(path,
+                      f'no reader recognises this file (ending {sfx or "none"}); pass --format '
+                      'explicitly')
 
 # %% ../../nbs/00a_readers.ipynb #d46b9510
 def load_readers() -> dict:
-    "Import every reader module of `scholarqa.readers` (each registers its formats) and put `READERS` in canonical order."
+    """Import every reader module of `scholarqa.readers` (each registers its formats) and put
+    `READERS` in canonical order."""
     import scholarqa.readers as pkg
-    for m in sorted(x.name for x in pkgutil.iter_modules(pkg.__path__)): importlib.import_module(f'scholarqa.readers.{m}')
+    for m in sorted(x.name for x in pkgutil.iter_modules(pkg.__path__)):
+        importlib.import_module(f'scholarqa.readers.{m}')
     rank = {n: i for i, n in enumerate(READERS)}
-    mods = sorted({s.read.__module__ for s in READERS.values()}, key=lambda m: (not m.endswith('.base'), m))
-    ordered = sorted(READERS.items(), key=lambda kv: (mods.index(kv[1].read.__module__), rank[kv[0]]))
+    mods = sorted({s.read.__module__ for s in READERS.values()},
+                  key=lambda m: (not m.endswith('.base'), m))
+    ordered = sorted(READERS.items(),
+                     key=lambda kv: (mods.index(kv[1].read.__module__), rank[kv[0]]))
     READERS.clear(); READERS.update(ordered)
     return READERS
 
@@ -85,10 +100,13 @@ _HEADING = re.compile(r'^(#{1,6})\s+(.*?)\s*#*\s*$')
 _SEC_NUM = re.compile(r'^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+(.*)$')
 _CAPTION = re.compile(r'^(?:\*\*)?(Table|Figure|Fig\.)\s*\d+[.:]', re.I)
 
-def replace_citations(text: str, key_numbers: dict, pattern=_CITE_MD, split_keys=None) -> tuple[str, list[Span]]:
+def replace_citations(text: str, key_numbers: dict, pattern=_CITE_MD,
+                      split_keys=None) -> tuple[str, list[Span]]:
     """Replace citation markers with `[n]` (n = 1-based position of the key in the reference list, assigned on first use
     when new) and return the new text with one `cite` span per cited key."""
-    split_keys = split_keys or (lambda inner: [k.strip().lstrip('@') for k in re.split(r'[;,]', inner) if k.strip()])
+    split_keys = (split_keys
+                  or (lambda inner: [k.strip().lstrip('@') for k in re.split(r'[;,]', inner)
+                                     if k.strip()]))
     out, spans, pos = [], [], 0
     for m in pattern.finditer(text):
         out.append(text[pos:m.start()])
@@ -120,12 +138,14 @@ def _front_matter(text: str) -> tuple[dict, str]:
     return meta, text[end + 4:].lstrip('\n')
 
 def apply_metadata(paper: Paper, meta: dict) -> Paper:
-    "Merge a metadata record (authors, venue, year, keywords, source_ids, references, anything else → `metadata`)."
+    """Merge a metadata record (authors, venue, year, keywords, source_ids, references, anything
+    else → `metadata`)."""
     meta = dict(meta)
     if 'title' in meta and not paper.title: paper.title = meta.pop('title')
     else: meta.pop('title', None)
     if 'authors' in meta:
-        paper.authors = [Author(a) if isinstance(a, str) else Author(a['name'], a.get('affiliations', []), a.get('ids', {}))
+        paper.authors = [Author(a) if isinstance(a, str)
+                         else Author(a['name'], a.get('affiliations', []), a.get('ids', {}))
                          for a in meta.pop('authors')]
     for k in ('venue', 'year', 'keywords', 'source_ids'):
         if k in meta: setattr(paper, k, meta.pop(k))
@@ -168,7 +188,8 @@ def parse_markdown(text: str, meta: dict | None = None, splitter: str | None = N
             return
         if raw.startswith('$$'): kind, body = 'formula', raw.strip('$').strip()
         elif _CAPTION.match(raw): kind, body = 'caption', ' '.join(raw.replace('**', '').split())
-        elif all(re.match(r'\s*([-*]|\d+\.)\s', l) for l in raw.splitlines()): kind, body = 'list', raw
+        elif all(re.match(r'\s*([-*]|\d+\.)\s', l)
+                 for l in raw.splitlines()): kind, body = ('list', raw)
         else: kind, body = 'text', ' '.join(raw.split())
         if not stack: stack.append(Section('Preamble', level=1)); paper.sections.append(stack[0])
         sec = stack[-1]
@@ -200,13 +221,16 @@ def parse_markdown(text: str, meta: dict | None = None, splitter: str | None = N
             (stack[-1].sections if stack else paper.sections).append(sec)
             stack.append(sec)
             continue
-        if line.strip().startswith('$$') and not (line.strip().endswith('$$') and len(line.strip()) > 2):
+        if (line.strip().startswith('$$')
+            and not (line.strip().endswith('$$') and len(line.strip()) > 2)):
             flush(); block.append(line); in_formula = True; continue
         if not line.strip(): flush()
         else: block.append(line)
     flush()
-    if not paper.title: raise ValueError('no title: a Markdown paper must start with a `# Title` heading')
-    # references: the order of first citation gives [n]; entries never cited keep their list order after them
+    if not paper.title:
+        raise ValueError('no title: a Markdown paper must start with a `# Title` heading')
+    # references: the order of first citation gives [n]; entries never cited keep their list order
+    # after them
     by_key = {r.key: r for r in refs}
     ordered = [by_key.pop(k, Reference(k)) for k in key_numbers] + list(by_key.values())
     paper.references = ordered
@@ -221,7 +245,8 @@ def sidecar_metadata(path) -> dict:
     side = Path(path).parent / SIDECAR_METADATA
     if not side.exists(): return {}
     try: table = json.loads(side.read_text(encoding='utf-8'))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e: raise IngestError(side, f'unreadable sidecar metadata ({e})') from e
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IngestError(side, f'unreadable sidecar metadata ({e})') from e
     papers = table.get('papers', table) if isinstance(table, dict) else {}
     return papers.get(Path(path).name.split('.')[0], {}) if isinstance(papers, dict) else {}
 
@@ -230,7 +255,8 @@ def read_markdown(path, splitter: str | None = None, **_) -> Iterator[Paper]:
     "Markdown paper (+ optional sidecar metadata.json keyed by file stem)."
     text = read_text(path)
     meta = sidecar_metadata(path)
-    meta = {**meta, 'source_ids': {'key': Path(path).name.split('.')[0], **meta.get('source_ids', {})}}
+    meta = {**meta,
+            'source_ids': {'key': Path(path).name.split('.')[0], **meta.get('source_ids', {})}}
     try: paper = parse_markdown(text, meta, splitter)
     except ValueError as e: raise IngestError(path, str(e)) from e
     yield paper

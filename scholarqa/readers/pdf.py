@@ -15,8 +15,13 @@ import json
 import re
 import sys
 import unicodedata
-from ..doc import Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, Reference, Section, Span, atomic_write_bytes, atomic_write_json, finalize_paper, iter_paragraphs, iter_sections, normalise_text, read_bytes
-from .base import SIDECAR_METADATA, _CAPTION, _SEC_NUM, apply_metadata, read_markdown, register_reader, sidecar_metadata
+from ..doc import (
+    Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, Reference, Section, Span,
+    atomic_write_bytes, atomic_write_json, finalize_paper, iter_paragraphs, iter_sections,
+    normalise_text, read_bytes)
+from scholarqa.readers.base import (
+    SIDECAR_METADATA, _CAPTION, _SEC_NUM, apply_metadata, read_markdown, register_reader,
+    sidecar_metadata)
 
 # %% auto #0
 __all__ = ['PDF_CREATION_DATE', 'PDF_HEADING_SIZES', 'PDF_BACKENDS', 'latin1_safe', 'markdown_to_pdf', 'write_demo_pdfs',
@@ -24,15 +29,21 @@ __all__ = ['PDF_CREATION_DATE', 'PDF_HEADING_SIZES', 'PDF_BACKENDS', 'latin1_saf
            'read_pdf', 'pdf_round_trip']
 
 # %% ../../nbs/00e_pdf.ipynb #35b2125f
-_ASCII_FOR = {'\u2018': "'", '\u2019': "'", '\u201a': "'", '\u201b': "'", '\u201c': '"', '\u201d': '"', '\u201e': '"',
-              '\u2032': "'", '\u2033': '"', '\u2013': '-', '\u2014': '--', '\u2212': '-', '\u2010': '-', '\u2011': '-',
-              '\u2026': '...', '\u2022': '-', '\u2264': '<=', '\u2265': '>=', '\u2260': '!=', '\u2248': '~', '\u2192': '->',
-              '\u2190': '<-', '\u2194': '<->', '\u21d2': '=>', '\u2208': 'in', '\u221e': 'inf', '\u2211': 'sum', '\u220f': 'prod',
-              '\u221a': 'sqrt', '\u2202': 'd', '\u2207': 'nabla', '\u00d7': 'x', '\u2009': ' ', '\u200a': ' ', '\u202f': ' ',
+_ASCII_FOR = {'\u2018': "'", '\u2019': "'", '\u201a': "'", '\u201b': "'", '\u201c': '"',
+              '\u201d': '"', '\u201e': '"',
+              '\u2032': "'", '\u2033': '"', '\u2013': '-', '\u2014': '--', '\u2212': '-',
+              '\u2010': '-', '\u2011': '-',
+              '\u2026': '...', '\u2022': '-', '\u2264': '<=', '\u2265': '>=', '\u2260': '!=',
+              '\u2248': '~', '\u2192': '->',
+              '\u2190': '<-', '\u2194': '<->', '\u21d2': '=>', '\u2208': 'in', '\u221e': 'inf',
+              '\u2211': 'sum', '\u220f': 'prod',
+              '\u221a': 'sqrt', '\u2202': 'd', '\u2207': 'nabla', '\u00d7': 'x', '\u2009': ' ',
+              '\u200a': ' ', '\u202f': ' ',
               '\u200b': '', '\u00ad': '', '\ufeff': ''}
 
 def latin1_safe(text: str) -> str:
-    "`text` encodable by PDF core fonts: the small `_ASCII_FOR` table, Greek letters spelled out (α → alpha), accents dropped, else '?'."
+    """`text` encodable by PDF core fonts: the small `_ASCII_FOR` table, Greek letters spelled
+    out (α → alpha), accents dropped, else '?'."""
     out = []
     for ch in text:
         if ch in _ASCII_FOR: out.append(_ASCII_FOR[ch]); continue
@@ -41,15 +52,17 @@ def latin1_safe(text: str) -> str:
         if name.startswith('GREEK ') and ' LETTER ' in name:
             word = name.split(' LETTER ')[-1].split()[0].lower()
             out.append(word.capitalize() if 'CAPITAL' in name else word); continue
-        plain = unicodedata.normalize('NFKD', ch).encode('latin-1', 'ignore').decode('latin-1')   # č → c, ﬁ → fi
+        # č → c, ﬁ → fi
+        plain = unicodedata.normalize('NFKD', ch).encode('latin-1', 'ignore').decode('latin-1')
         out.append(plain or '?')
     return ''.join(out)
 
 # %% ../../nbs/00e_pdf.ipynb #dcba13bb
 import datetime as _dt
-PDF_CREATION_DATE = _dt.datetime(2024, 1, 1, tzinfo=_dt.timezone.utc)   # fixed: identical input → byte-identical PDF
-PDF_HEADING_SIZES = {1: 14, 2: 12, 3: 11}                               # pt per heading level (deeper levels use 11)
-_TABLE_ROW = re.compile(r'\|\s+(?=\|)')                                  # where one Markdown table row ends and the next starts
+# fixed: identical input → byte-identical PDF
+PDF_CREATION_DATE = _dt.datetime(2024, 1, 1, tzinfo=_dt.timezone.utc)
+PDF_HEADING_SIZES = {1: 14, 2: 12, 3: 11}  # pt per heading level (deeper levels use 11)
+_TABLE_ROW = re.compile(r'\|\s+(?=\|)')  # where one Markdown table row ends and the next starts
 
 def _pdf_block(pdf, text: str, kind: str, body_size: float):
     "Write one paragraph block in the style of its kind."
@@ -57,29 +70,40 @@ def _pdf_block(pdf, text: str, kind: str, body_size: float):
     if kind == 'formula':
         pdf.set_font('Courier', '', body_size)
         for line in text.split('\n'):
-            if line.strip(): pdf.multi_cell(0, lh, latin1_safe(line.strip()), align='C', new_x='LMARGIN', new_y='NEXT')
-    elif kind in ('table', 'code') or (kind == 'text' and text.startswith('|') and text.rstrip().endswith('|')):
+            if line.strip():
+                pdf.multi_cell(0, lh, latin1_safe(line.strip()), align='C', new_x='LMARGIN',
+                               new_y='NEXT')
+    elif (kind in ('table', 'code')
+          or (kind == 'text' and text.startswith('|') and text.rstrip().endswith('|'))):
         pdf.set_font('Courier', '', body_size - 2)
         rows = text.split('\n') if '\n' in text else _TABLE_ROW.sub('|\n', text).split('\n')
-        for row in rows: pdf.multi_cell(0, lh * 0.8, latin1_safe(row.strip()), align='L', new_x='LMARGIN', new_y='NEXT')
+        for row in rows:
+            pdf.multi_cell(0, lh * 0.8, latin1_safe(row.strip()), align='L', new_x='LMARGIN',
+                           new_y='NEXT')
     elif kind == 'list':
         pdf.set_font('Helvetica', '', body_size)
         for item in text.split('\n'):
-            if item.strip(): pdf.multi_cell(0, lh, latin1_safe(item.strip()), align='L', new_x='LMARGIN', new_y='NEXT')
+            if item.strip():
+                pdf.multi_cell(0, lh, latin1_safe(item.strip()), align='L', new_x='LMARGIN',
+                               new_y='NEXT')
     else:
         pdf.set_font('Helvetica', 'I' if kind == 'caption' else '', body_size)
         pdf.multi_cell(0, lh, latin1_safe(text), align='J', new_x='LMARGIN', new_y='NEXT')
     pdf.ln(body_size * 0.25)
 
-def markdown_to_pdf(src, pdf_path, creation_date: _dt.datetime = PDF_CREATION_DATE, body_size: float = 10) -> Path:
-    "Render a Markdown paper (a path, read with its sidecar metadata) or a `Paper` as a one-column academic PDF at `pdf_path`."
+def markdown_to_pdf(src, pdf_path, creation_date: _dt.datetime = PDF_CREATION_DATE,
+                    body_size: float = 10) -> Path:
+    """Render a Markdown paper (a path, read with its sidecar metadata) or a `Paper` as a
+    one-column academic PDF at `pdf_path`."""
     try: from fpdf import FPDF   # optional extra 'pdfwrite' (fpdf2, LGPL-3.0)
-    except ImportError as e: raise ImportError('writing PDFs needs fpdf2: pip install "scholarqa[pdfwrite]"') from e
+    except ImportError as e: raise ImportError('writing PDFs needs fpdf2: pip install '
+                                               '"scholarqa[pdfwrite]"') from e
     paper = src if isinstance(src, Paper) else next(iter(read_markdown(src)))
     pdf = FPDF(format='A4')
     pdf.set_creation_date(creation_date)
     pdf.set_title(paper.title); pdf.set_author('; '.join(a.name for a in paper.authors))
-    pdf.set_keywords('; '.join(paper.keywords)); pdf.set_subject(' '.join(str(x) for x in (paper.venue, paper.year) if x))
+    pdf.set_keywords('; '.join(paper.keywords))
+    pdf.set_subject(' '.join(str(x) for x in (paper.venue, paper.year) if x))
     pdf.set_creator('scholarqa markdown_to_pdf')
     pdf.set_margins(25, 25, 25); pdf.set_auto_page_break(True, margin=25)
     pdf.add_page()
@@ -88,25 +112,33 @@ def markdown_to_pdf(src, pdf_path, creation_date: _dt.datetime = PDF_CREATION_DA
     pdf.ln(2)
     if paper.authors:
         pdf.set_font('Helvetica', '', body_size)
-        pdf.multi_cell(0, 5, latin1_safe(', '.join(a.name for a in paper.authors)), align='C', new_x='LMARGIN', new_y='NEXT')
+        pdf.multi_cell(0, 5, latin1_safe(', '.join(a.name for a in paper.authors)), align='C',
+                       new_x='LMARGIN', new_y='NEXT')
         affs = list(dict.fromkeys(x for a in paper.authors for x in a.affiliations))
         if affs:
             pdf.set_font('Helvetica', 'I', body_size - 1)
-            pdf.multi_cell(0, 4.5, latin1_safe('; '.join(affs)), align='C', new_x='LMARGIN', new_y='NEXT')
+            pdf.multi_cell(0, 4.5, latin1_safe('; '.join(affs)), align='C', new_x='LMARGIN',
+                           new_y='NEXT')
     if paper.venue or paper.year:
         pdf.set_font('Helvetica', 'I', body_size - 1)
-        pdf.multi_cell(0, 4.5, latin1_safe(' '.join(str(x) for x in (paper.venue, paper.year) if x)), align='C', new_x='LMARGIN', new_y='NEXT')
+        pdf.multi_cell(0, 4.5,
+                       latin1_safe(' '.join(str(x) for x in (paper.venue, paper.year) if x)),
+                       align='C', new_x='LMARGIN', new_y='NEXT')
     pdf.ln(4)
     def heading(text, size, align='L'):
-        if pdf.get_y() > pdf.h - 45: pdf.add_page()   # never leave a heading alone at the foot of a page
+        # never leave a heading alone at the foot of a page
+        if pdf.get_y() > pdf.h - 45: pdf.add_page()
         pdf.ln(2)
         pdf.set_font('Helvetica', 'B', size)
         pdf.multi_cell(0, size * 0.5, latin1_safe(text), align=align, new_x='LMARGIN', new_y='NEXT')
         pdf.ln(1)
     def write_section(sec: Section, first: bool):
-        synthetic = first and sec.title == 'Preamble' and sec.number is None   # the reader's name for text before any heading
+        # the reader's name for text before any heading
+        synthetic = first and sec.title == 'Preamble' and sec.number is None
         if sec.path == '0': heading(sec.title, PDF_HEADING_SIZES[2], align='C')
-        elif not synthetic: heading(f'{sec.number} {sec.title}' if sec.number else sec.title, PDF_HEADING_SIZES.get(sec.level, 11))
+        elif not synthetic:
+            heading(f'{sec.number} {sec.title}' if sec.number else sec.title,
+                    PDF_HEADING_SIZES.get(sec.level, 11))
         for p in sec.paragraphs: _pdf_block(pdf, p.text, p.kind, body_size)
         for sub in sec.sections: write_section(sub, False)
     for i, sec in enumerate(paper.sections): write_section(sec, i == 0)
@@ -114,14 +146,16 @@ def markdown_to_pdf(src, pdf_path, creation_date: _dt.datetime = PDF_CREATION_DA
         heading('References', PDF_HEADING_SIZES[1])
         pdf.set_font('Helvetica', '', body_size - 1)
         for n, r in enumerate(paper.references, 1):
-            pdf.multi_cell(0, 4.5, latin1_safe(f'[{n}] {r.raw or r.title or r.key}'), align='L', new_x='LMARGIN', new_y='NEXT')
+            pdf.multi_cell(0, 4.5, latin1_safe(f'[{n}] {r.raw or r.title or r.key}'), align='L',
+                           new_x='LMARGIN', new_y='NEXT')
             pdf.ln(1)
     atomic_write_bytes(pdf_path, bytes(pdf.output()))
     return Path(pdf_path)
 
 # %% ../../nbs/00e_pdf.ipynb #0703b23a
 def write_demo_pdfs(demo_dir, out_dir, keys: Iterable[str] | None = None) -> list[Path]:
-    "Write `out_dir/<key>.pdf` for each Markdown paper `demo_dir/<key>.md` (all when `keys` is None) plus their sidecar records."
+    """Write `out_dir/<key>.pdf` for each Markdown paper `demo_dir/<key>.md` (all when `keys` is
+    None) plus their sidecar records."""
     demo_dir, out_dir = Path(demo_dir), Path(out_dir)
     keys = list(keys) if keys else sorted(p.stem for p in demo_dir.glob('*.md'))
     paths = [markdown_to_pdf(demo_dir / f'{k}.md', out_dir / f'{k}.pdf') for k in keys]
@@ -130,11 +164,13 @@ def write_demo_pdfs(demo_dir, out_dir, keys: Iterable[str] | None = None) -> lis
         table = json.loads(side.read_text(encoding='utf-8'))
         papers = table.get('papers', table)
         chosen = {k: papers[k] for k in keys if k in papers}
-        atomic_write_json(out_dir / SIDECAR_METADATA, {**table, 'papers': chosen} if 'papers' in table else chosen)
+        atomic_write_json(out_dir / SIDECAR_METADATA,
+                          {**table, 'papers': chosen} if 'papers' in table else chosen)
     return paths
 
 def make_demo_pdfs(argv: list[str] | None = None) -> list[Path]:
-    "Command-line form of `write_demo_pdfs`: `DEMO_DIR OUT_DIR [KEY ...]` (reads `sys.argv` when `argv` is None)."
+    """Command-line form of `write_demo_pdfs`: `DEMO_DIR OUT_DIR [KEY ...]` (reads `sys.argv`
+    when `argv` is None)."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2: raise SystemExit('usage: make_demo_pdfs DEMO_DIR OUT_DIR [KEY ...]')
     paths = write_demo_pdfs(argv[0], argv[1], argv[2:] or None)
@@ -162,42 +198,54 @@ class PdfLine:
     level: int = 1            # heading level
 
 PDF_BACKENDS = ('pymupdf', 'pypdf')
-_LIGATURES = str.maketrans({'\ufb00': 'ff', '\ufb01': 'fi', '\ufb02': 'fl', '\ufb03': 'ffi', '\ufb04': 'ffl', '\ufb05': 'st',
+_LIGATURES = str.maketrans({'\ufb00': 'ff', '\ufb01': 'fi', '\ufb02': 'fl', '\ufb03': 'ffi',
+                            '\ufb04': 'ffl', '\ufb05': 'st',
                             '\ufb06': 'st', '\u00ad': '', '\u00a0': ' '})
-_KNOWN_HEADINGS = {'abstract', 'introduction', 'related work', 'background', 'method', 'methods', 'conclusion', 'conclusions',
-                   'discussion', 'results', 'experiments', 'evaluation', 'acknowledgements', 'acknowledgments', 'references',
+_KNOWN_HEADINGS = {'abstract', 'introduction', 'related work', 'background', 'method', 'methods',
+                   'conclusion', 'conclusions',
+                   'discussion', 'results', 'experiments', 'evaluation', 'acknowledgements',
+                   'acknowledgments', 'references',
                    'bibliography', 'appendix', 'limitations'}
 _REF_HEADINGS = ('references', 'bibliography')
 
 def pdf_backend(backend: str = 'auto') -> str:
-    "The back-end to use: 'pymupdf' when importable (for 'auto'), else 'pypdf'; an unavailable explicit choice raises ImportError."
-    if backend not in ('auto',) + PDF_BACKENDS: raise ValueError(f'unknown PDF backend {backend!r}: choose auto, pymupdf or pypdf')
+    """The back-end to use: 'pymupdf' when importable (for 'auto'), else 'pypdf'; an unavailable
+    explicit choice raises ImportError."""
+    if backend not in ('auto',) + PDF_BACKENDS:
+        raise ValueError(f'unknown PDF backend {backend!r}: choose auto, pymupdf or pypdf')
     if backend in ('auto', 'pymupdf'):
         try:
             import pymupdf  # noqa: F401  (AGPL-3.0, optional extra 'pdf')
             return 'pymupdf'
         except ImportError:
-            if backend == 'pymupdf': raise ImportError('the pymupdf backend needs PyMuPDF: pip install "scholarqa[pdf]"')
+            if backend == 'pymupdf':
+                raise ImportError('the pymupdf backend needs PyMuPDF: pip install "scholarqa[pdf]"')
     import pypdf  # noqa: F401
     return 'pypdf'
 
 def _check_pdf_bytes(path, data: bytes):
-    "Whole-file checks both back-ends share: a PDF header, and an %%EOF marker near the end (else the file was cut short)."
+    """Whole-file checks both back-ends share: a PDF header, and an %%EOF marker near the end
+    (else the file was cut short)."""
     if not data.lstrip()[:5] == b'%PDF-': raise IngestError(path, 'corrupt PDF: no %PDF- header')
-    if b'%%EOF' not in data[-1024:]: raise IngestError(path, 'corrupt PDF: truncated (no %%EOF marker at the end)')
+    if b'%%EOF' not in data[-1024:]:
+        raise IngestError(path, 'corrupt PDF: truncated (no %%EOF marker at the end)')
 
 def _unligature(text: str) -> str: return text.translate(_LIGATURES)
 
-_NAME = re.compile(r"^(?:[A-Z][\w'’.-]*\.?)(?:\s+(?:[A-Z][\w'’.-]*\.?|van|von|de|der|den|da|di|del|la|le|du|dos|bin)){1,4}$")
+_NAME = re.compile(
+    r"^(?:[A-Z][\w'’.-]*\.?)(?:\s+(?:[A-Z][\w'’.-]*\.?|van|von|de|der|den|da|di|del|la|le|du|dos|bin)){1,4}$"
+)
 
 def author_names(line: str) -> list[str]:
-    "The names of an author line ('A. Smith, B. Jones and C. Wu'; footnote marks dropped), or [] if it is not one."
+    """The names of an author line ('A. Smith, B. Jones and C. Wu'; footnote marks dropped), or
+    [] if it is not one."""
     text = re.sub(r'[\d*†‡§¶✉]+', ' ', line)
     parts = [' '.join(p.split()) for p in re.split(r',|;|\band\b|&', text) if p.strip()]
     return parts if 0 < len(parts) <= 40 and all(_NAME.match(p) for p in parts) else []
 
 def _mark_front_matter(lines: list[PdfLine]):
-    "Paragraphs between the title and the first heading of page 1 that are centred or open with an author line become front matter."
+    """Paragraphs between the title and the first heading of page 1 that are centred or open with
+    an author line become front matter."""
     first_head = next((i for i, l in enumerate(lines) if l.role == 'heading'), len(lines))
     group: list[PdfLine] = []
     for l in lines[:first_head] + [PdfLine('', -1, new_para=True)]:
@@ -209,7 +257,8 @@ def _mark_front_matter(lines: list[PdfLine]):
 
 # %% ../../nbs/00e_pdf.ipynb #cb45fb52
 def _lines_pymupdf(path, data: bytes) -> tuple[list[PdfLine], dict, int]:
-    "PdfLines with font size/flags/positions from PyMuPDF, the document metadata and the page count."
+    """PdfLines with font size/flags/positions from PyMuPDF, the document metadata and the page
+    count."""
     import pymupdf
     try: doc = pymupdf.open(stream=data, filetype='pdf')
     except Exception as e: raise IngestError(path, f'corrupt PDF: {e}') from e
@@ -222,12 +271,17 @@ def _lines_pymupdf(path, data: bytes) -> tuple[list[PdfLine], dict, int]:
                 for l in b['lines']:
                     spans = [s for s in l['spans'] if s['text'].strip()]
                     if not spans: continue
-                    main = max(spans, key=lambda s: len(s['text'].strip()))   # the line's style = its longest span's
+                    # the line's style = its longest span's
+                    main = max(spans, key=lambda s: len(s['text'].strip()))
                     font, flags = main['font'], main['flags']
                     x0, y0, x1, y1 = l['bbox']
-                    lines.append(PdfLine(_unligature(''.join(s['text'] for s in l['spans'])).strip(), pno, round(main['size'] * 2) / 2,
-                                         bold=bool(flags & 16) or 'Bold' in font, italic=bool(flags & 2) or 'Italic' in font or 'Oblique' in font,
-                                         mono=bool(flags & 8) or 'Courier' in font or 'Mono' in font, x0=x0, x1=x1, y0=y0, y1=y1))
+                    lines.append(PdfLine(_unligature(''.join(s['text'] for s in l['spans']))
+                                         .strip(), pno, round(main['size'] * 2) / 2,
+                                         bold=bool(flags & 16) or 'Bold' in font,
+                                         italic=bool(flags & 2) or 'Italic' in font
+                                         or 'Oblique' in font,
+                                         mono=bool(flags & 8) or 'Courier' in font
+                                         or 'Mono' in font, x0=x0, x1=x1, y0=y0, y1=y1))
         if doc.page_count == 0: raise IngestError(path, 'corrupt PDF: no pages')
         meta = doc.metadata or {}
         return lines, meta, doc.page_count
@@ -236,7 +290,8 @@ def _lines_pymupdf(path, data: bytes) -> tuple[list[PdfLine], dict, int]:
     finally: doc.close()
 
 def _layout_pymupdf(lines: list[PdfLine], meta: dict):
-    "Mark title, headings (with levels), front matter, paragraph starts, centred and full-width lines, from font sizes and positions."
+    """Mark title, headings (with levels), front matter, paragraph starts, centred and full-width
+    lines, from font sizes and positions."""
     from collections import Counter
     if not lines: return
     sizes = Counter()
@@ -246,7 +301,8 @@ def _layout_pymupdf(lines: list[PdfLine], meta: dict):
     left, right = Counter(round(l.x0) for l in plain).most_common(1)[0][0], max(l.x1 for l in plain)
     width = max(right - left, 1)
     for l in lines:
-        l.centred = l.x0 > left + 0.05 * width and abs((l.x0 + l.x1) / 2 - (left + right) / 2) < 0.05 * width
+        l.centred = (l.x0 > left + 0.05 * width
+                     and abs((l.x0 + l.x1) / 2 - (left + right) / 2) < 0.05 * width)
         l.full = l.x1 >= right - 0.03 * width
     # title: the largest lines at the top of page 1
     top = max((l.size for l in lines if l.page == 0), default=body)
@@ -257,16 +313,20 @@ def _layout_pymupdf(lines: list[PdfLine], meta: dict):
     def is_heading(l):
         if l.role == 'title' or len(l.text) > 150 or l.mono: return False
         if l.size >= body + 1 and (l.bold or l.size >= body + 2): return True
-        return l.bold and l.size >= body - 0.5 and len(l.text) < 100 and bool(_SEC_NUM.match(l.text)) and not l.text.endswith('.')
+        return (l.bold and l.size >= body - 0.5 and len(l.text) < 100
+                and bool(_SEC_NUM.match(l.text)) and not l.text.endswith('.'))
     heads = [l for l in lines if is_heading(l)]
     rank = {s: i + 1 for i, s in enumerate(sorted({l.size for l in heads}, reverse=True))}
     for l in heads:
         l.role = 'heading'
         m = _SEC_NUM.match(l.text)
-        l.level = len(m.group(1).split('.')) if m and any(c.isdigit() for c in m.group(1)) else rank[l.size]
-    # paragraph starts: a gap larger than the usual line gap, a style change, or a new page after a short line
+        l.level = (len(m.group(1).split('.')) if m and any(c.isdigit() for c in m.group(1))
+                   else rank[l.size])
+    # paragraph starts: a gap larger than the usual line gap, a style change, or a new page after a
+    # short line
     gaps = Counter(round(b.y0 - a.y1) for a, b in zip(lines, lines[1:])
-                   if a.page == b.page and a.role == b.role == 'body' and a.size == b.size == body and b.y0 > a.y1 - 1)
+                   if a.page == b.page and a.role == b.role == 'body' and a.size == b.size == body
+                   and b.y0 > a.y1 - 1)
     usual = gaps.most_common(1)[0][0] if gaps else 2
     prev = None
     for l in lines:
@@ -274,19 +334,23 @@ def _layout_pymupdf(lines: list[PdfLine], meta: dict):
         if prev is None: l.new_para = True
         elif l.page != prev.page: l.new_para = not prev.full or l.mono != prev.mono
         else:
-            l.new_para = (l.y0 - prev.y1 > usual + 0.25 * body or (l.italic, l.mono) != (prev.italic, prev.mono)
-                          or abs(l.size - prev.size) > 0.5 or l.y0 < prev.y0)   # a line above the last one: a new column
+            l.new_para = (l.y0 - prev.y1 > usual + 0.25 * body
+                          or (l.italic, l.mono) != (prev.italic, prev.mono)
+                          # a line above the last one: a new column
+                          or abs(l.size - prev.size) > 0.5 or l.y0 < prev.y0)
         prev = l
     _mark_front_matter(lines)
 
 # %% ../../nbs/00e_pdf.ipynb #08d4dd39
 def _lines_pypdf(path, data: bytes) -> tuple[list[PdfLine], dict, int]:
-    "PdfLines from pypdf's layout-mode text: no fonts; blank lines and indentation are the only layout signals."
+    """PdfLines from pypdf's layout-mode text: no fonts; blank lines and indentation are the only
+    layout signals."""
     import pypdf
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
-            try: opened = reader.decrypt('')   # an owner-password-only PDF opens with the empty user password
+            # an owner-password-only PDF opens with the empty user password
+            try: opened = reader.decrypt('')
             except Exception: opened = 0
             if not opened: raise IngestError(path, 'encrypted PDF (password required)')
         meta = {k.lstrip('/').lower(): str(v) for k, v in (reader.metadata or {}).items()}
@@ -297,7 +361,8 @@ def _lines_pypdf(path, data: bytes) -> tuple[list[PdfLine], dict, int]:
                 text = _unligature(' '.join(raw.split()))
                 if not text: gap = True; continue
                 indent = len(raw) - len(raw.lstrip())
-                lines.append(PdfLine(text, pno, x0=indent, x1=len(raw.rstrip()), new_para=gap, centred=indent >= 8))
+                lines.append(PdfLine(text, pno, x0=indent, x1=len(raw.rstrip()), new_para=gap,
+                                     centred=indent >= 8))
                 gap = False
         if not reader.pages: raise IngestError(path, 'corrupt PDF: no pages')
         return lines, meta, len(reader.pages)
@@ -305,14 +370,17 @@ def _lines_pypdf(path, data: bytes) -> tuple[list[PdfLine], dict, int]:
     except Exception as e: raise IngestError(path, f'corrupt PDF: {type(e).__name__}: {e}') from e
 
 def _layout_pypdf(lines: list[PdfLine], meta: dict):
-    "Mark title (metadata title or first line), numbered/known headings, front matter and page-continuation, without fonts."
+    """Mark title (metadata title or first line), numbered/known headings, front matter and
+    page-continuation, without fonts."""
     if not lines: return
     title = normalise_text(latin1_safe(meta.get('title', '')))
     seen = ''
-    for l in lines:   # the title: leading lines that spell the metadata title (or just the first line)
+    # the title: leading lines that spell the metadata title (or just the first line)
+    for l in lines:
         if l.page != 0: break
         cand = normalise_text(f'{seen} {l.text}')
-        if (title and title.startswith(cand)) or not seen and not title: l.role, seen = 'title', cand
+        if ((title and title.startswith(cand)) or not seen
+            and not title): l.role, seen = ('title', cand)
         else: break
         if not title: break
     right = max((l.x1 for l in lines), default=0)
@@ -325,7 +393,8 @@ def _layout_pypdf(lines: list[PdfLine], meta: dict):
             l.role, l.level = 'heading', len(m.group(1).split('.')) if m else 1
     _mark_front_matter(lines)
     prev = None
-    for l in lines:   # a paragraph goes on across a page break when the page ended on a full line or mid-sentence
+    # a paragraph goes on across a page break when the page ended on a full line or mid-sentence
+    for l in lines:
         if l.role == 'body' and prev is not None and l.page != prev.page and \
                 (prev.full or not re.search(r'[.!?:]["\')\]]*$', prev.text)): l.new_para = False
         if l.role == 'body': prev = l
@@ -335,7 +404,8 @@ def _layout_pypdf(lines: list[PdfLine], meta: dict):
 _CITE_NUM = re.compile(r'\[(\d+(?:\s*[,;\u2013-]\s*\d+)*)\]')
 
 def _cite_spans(text: str, keys: list[str]) -> list[Span]:
-    "`cite` spans for `[1]`, `[2, 5]`, `[3-4]` markers whose numbers are entries of the reference list."
+    """`cite` spans for `[1]`, `[2, 5]`, `[3-4]` markers whose numbers are entries of the
+    reference list."""
     spans = []
     for m in _CITE_NUM.finditer(text):
         nums = []
@@ -347,7 +417,8 @@ def _cite_spans(text: str, keys: list[str]) -> list[Span]:
     return spans
 
 def _join_lines(texts: list[str], hyphenated: set) -> str:
-    "Join wrapped lines with spaces, de-hyphenating `exam-` + `ple` unless `exam-ple` occurs elsewhere in the document."
+    """Join wrapped lines with spaces, de-hyphenating `exam-` + `ple` unless `exam-ple` occurs
+    elsewhere in the document."""
     out = ''
     for t in texts:
         m = re.search(r'([A-Za-z]+)-$', out)
@@ -361,7 +432,8 @@ def _block_kind(texts: list[str], mono: bool, centred: bool) -> tuple[str, str]:
     "(kind, text) of a paragraph from its lines."
     if mono and all(t.startswith('|') for t in texts): return 'table', ' '.join(texts)
     if mono or centred: return 'formula', '\n'.join(texts)
-    if re.match(r'([-*\u2022]|\d+\.)\s', texts[0]) and len(texts) > 1 and any(re.match(r'([-*\u2022]|\d+\.)\s', t) for t in texts[1:]):
+    if (re.match(r'([-*\u2022]|\d+\.)\s', texts[0]) and len(texts) > 1
+        and any(re.match(r'([-*\u2022]|\d+\.)\s', t) for t in texts[1:])):
         items = []
         for t in texts:
             if re.match(r'([-*\u2022]|\d+\.)\s', t) or not items: items.append(t)
@@ -370,7 +442,8 @@ def _block_kind(texts: list[str], mono: bool, centred: bool) -> tuple[str, str]:
     return None, None
 
 def _parse_references(texts: list[str]) -> list[Reference]:
-    "Bibliography lines → References, split at `[n]` (or `n.`) markers; without markers, one per paragraph is not knowable: one per line."
+    """Bibliography lines → References, split at `[n]` (or `n.`) markers; without markers, one
+    per paragraph is not knowable: one per line."""
     entries = []
     for t in texts:
         if re.match(r'\[\d+\]\s*|\d+\.\s+', t) or not entries: entries.append(t)
@@ -382,21 +455,27 @@ def _parse_references(texts: list[str]) -> list[Reference]:
     return refs
 
 def _match_sidecar_refs(refs: list[Reference], meta_refs: list) -> None:
-    "Give PDF references the keys of the sidecar's entries they spell (same raw text, containing its title, or just its key)."
+    """Give PDF references the keys of the sidecar's entries they spell (same raw text,
+    containing its title, or just its key)."""
     for r in refs:
         text = normalise_text(r.raw)
         for m in meta_refs:
             m = {'key': m} if isinstance(m, str) else m
-            raw, title = normalise_text(latin1_safe(m.get('raw', ''))), normalise_text(latin1_safe(m.get('title', '')))
-            if (raw and raw == text) or (title and len(title) > 10 and title in text) or normalise_text(m['key']) == text:
+            raw, title = (normalise_text(latin1_safe(m.get('raw', ''))),
+                          normalise_text(latin1_safe(m.get('title', ''))))
+            if ((raw and raw == text) or (title and len(title) > 10 and title in text)
+                or normalise_text(m['key']) == text):
                 r.key = m['key']; break
 
 # %% ../../nbs/00e_pdf.ipynb #106526d2
 def assemble_pdf_paper(lines: list[PdfLine], meta: dict) -> Paper:
-    "Build a `Paper` from laid-out PdfLines: title, front matter, nested sections, paragraphs by kind, references."
+    """Build a `Paper` from laid-out PdfLines: title, front matter, nested sections, paragraphs
+    by kind, references."""
     visible = ' '.join(l.text for l in lines if l.role == 'title')
     mtitle = (meta.get('title') or '').strip()
-    title = mtitle if mtitle and (not visible or normalise_text(latin1_safe(mtitle)) == normalise_text(visible)) else visible
+    title = (mtitle if mtitle
+             and (not visible or normalise_text(latin1_safe(mtitle)) == normalise_text(visible))
+             else visible)
     paper = Paper(title=title)
     hyphenated = {w.lower() for l in lines for w in re.findall(r'[A-Za-z]+-[A-Za-z]+', l.text)}
     stack: list[Section] = []
@@ -410,8 +489,10 @@ def assemble_pdf_paper(lines: list[PdfLine], meta: dict) -> Paper:
         blk, block = block, []
         texts = [l.text for l in blk]
         if ref_lines is not None: ref_lines.extend(texts); return
-        # pypdf has no fonts (size 0): there a centred block inside the body is taken for a display formula
-        kind, text = _block_kind(texts, all(l.mono for l in blk), all(l.centred and not l.size for l in blk))
+        # pypdf has no fonts (size 0): there a centred block inside the body is taken for a display
+        # formula
+        kind, text = _block_kind(texts, all(l.mono for l in blk),
+                                 all(l.centred and not l.size for l in blk))
         if kind is None:
             text = _join_lines(texts, hyphenated)
             kind = 'caption' if _CAPTION.match(text) else 'text'
@@ -429,9 +510,17 @@ def assemble_pdf_paper(lines: list[PdfLine], meta: dict) -> Paper:
             i += 1; continue
         if l.role == 'heading':
             flush()
-            text = l.text   # a wrapped heading: following heading lines of the same size and level on the same page
-            while i + 1 < len(lines) and lines[i + 1].role == 'heading' and lines[i + 1].size == l.size and lines[i + 1].page == l.page \
-                    and lines[i + 1].y0 - l.y1 < l.size * 0.5 and not _SEC_NUM.match(lines[i + 1].text) and lines[i + 1].size > 0:
+            # a wrapped heading: following heading lines of the same size and level on the same page
+            text = l.text
+            while (
+                i + 1 < len(lines)
+                and lines[i + 1].role == 'heading'
+                and lines[i + 1].size == l.size
+                and lines[i + 1].page == l.page
+                and lines[i + 1].y0 - l.y1 < l.size * 0.5
+                and not _SEC_NUM.match(lines[i + 1].text)
+                and lines[i + 1].size > 0
+            ):
                 i += 1; text += ' ' + lines[i].text
             i += 1
             name = text.lower().strip('0123456789. ')
@@ -457,7 +546,8 @@ def assemble_pdf_paper(lines: list[PdfLine], meta: dict) -> Paper:
     return paper
 
 def add_cite_spans(paper: Paper) -> Paper:
-    "Give `[n]` markers in text, captions and lists `cite` spans to the n-th reference's key (in place)."
+    """Give `[n]` markers in text, captions and lists `cite` spans to the n-th reference's key
+    (in place)."""
     keys = [r.key for r in paper.references]
     for _, p in iter_paragraphs(paper):
         if p.kind in ('text', 'caption', 'list'): p.spans = _cite_spans(p.text, keys)
@@ -465,12 +555,17 @@ def add_cite_spans(paper: Paper) -> Paper:
 
 # %% ../../nbs/00e_pdf.ipynb #c1402567
 def _apply_pdf_info(paper: Paper, meta: dict):
-    "Authors (document information, else the first author line of the front matter), keywords, venue, year (the sidecar, applied later, wins)."
+    """Authors (document information, else the first author line of the front matter), keywords,
+    venue, year (the sidecar, applied later, wins)."""
     if meta.get('author'):
-        paper.authors = [Author(a.strip()) for a in re.split(r';|,(?![^,]*\bJr\b)| and ', meta['author']) if a.strip()]
+        paper.authors = [Author(a.strip()) for a in re
+                         .split(r';|,(?![^,]*\bJr\b)| and ', meta['author']) if a.strip()]
     else:
-        names = next((n for n in map(author_names, paper.metadata.get('pdf_front_matter', [])) if n), [])
-        if names: paper.authors, paper.metadata['authors_from'] = [Author(n) for n in names], 'pdf front matter'
+        names = next((n for n in map(author_names, paper.metadata.get('pdf_front_matter', []))
+                      if n), [])
+        if names:
+            paper.authors, paper.metadata['authors_from'] = ([Author(n) for n in names],
+                                                             'pdf front matter')
 
     if meta.get('keywords'):
         sep = ';' if ';' in meta['keywords'] else ','
@@ -479,8 +574,10 @@ def _apply_pdf_info(paper: Paper, meta: dict):
     if m and m.group(2): paper.venue, paper.year = m.group(1).strip(), int(m.group(2))
 
 @register_reader('pdf', suffixes=('.pdf',))
-def read_pdf(path, splitter: str | None = None, backend: str = 'auto', max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper]:
-    "PDF paper: PyMuPDF (fonts, AGPL, optional) or pypdf (text only) + optional sidecar metadata.json keyed by file stem."
+def read_pdf(path, splitter: str | None = None, backend: str = 'auto',
+             max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator[Paper]:
+    """PDF paper: PyMuPDF (fonts, AGPL, optional) or pypdf (text only) + optional sidecar
+    metadata.json keyed by file stem."""
     data = read_bytes(path, max_bytes)
     _check_pdf_bytes(path, data)
     used = pdf_backend(backend)
@@ -494,14 +591,16 @@ def read_pdf(path, splitter: str | None = None, backend: str = 'auto', max_bytes
     meta = sidecar_metadata(path)
     _match_sidecar_refs(paper.references, meta.get('references', []))
     add_cite_spans(paper)
-    meta = {**meta, 'source_ids': {'key': Path(path).name.split('.')[0], **meta.get('source_ids', {})}}
+    meta = {**meta,
+            'source_ids': {'key': Path(path).name.split('.')[0], **meta.get('source_ids', {})}}
     apply_metadata(paper, meta)
     paper.metadata['pdf'] = {'backend': used, 'pages': pages}
     yield finalize_paper(paper, splitter)
 
 # %% ../../nbs/00e_pdf.ipynb #a7337cef
 def pdf_round_trip(md_path, pdf_path, backend: str = 'auto') -> dict:
-    "How faithfully `pdf_path` (written from `md_path`) reads back: paragraph, section and reference recovery, and id equality."
+    """How faithfully `pdf_path` (written from `md_path`) reads back: paragraph, section and
+    reference recovery, and id equality."""
     md, pp = next(iter(read_markdown(md_path))), next(iter(read_pdf(pdf_path, backend=backend)))
     norm = lambda s: ' '.join(s.split())
     got = {norm(p.text) for _, p in iter_paragraphs(pp)}
@@ -509,6 +608,9 @@ def pdf_round_trip(md_path, pdf_path, backend: str = 'auto') -> dict:
     secs = lambda paper, f: [(s.path, s.number, f(s.title)) for s in iter_sections(paper)]
     return {'paragraphs': len(paras), 'exact': sum(p in got for p in paras) / max(len(paras), 1),
             'exact_latin1': sum(norm(latin1_safe(p)) in got for p in paras) / max(len(paras), 1),
-            'sections_equal': secs(md, latin1_safe) == secs(pp, str), 'title_equal': md.title == pp.title,
-            'references_equal': [norm(latin1_safe(r.raw)) for r in md.references] == [norm(r.raw) for r in pp.references],
-            'same_id': md.id == pp.id, 'same_key': md.source_ids.get('key') == pp.source_ids.get('key')}
+            'sections_equal': secs(md, latin1_safe) == secs(pp, str),
+            'title_equal': md.title == pp.title,
+            'references_equal': [norm(latin1_safe(r.raw))
+                                 for r in md.references] == [norm(r.raw) for r in pp.references],
+            'same_id': md.id == pp.id,
+            'same_key': md.source_ids.get('key') == pp.source_ids.get('key')}

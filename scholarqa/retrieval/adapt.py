@@ -15,7 +15,8 @@ import random
 import shutil
 import time
 from ..doc import progress as show_progress
-from ..doc import Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, replace_dir, split_sentences, writes
+from ..doc import (
+    Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, replace_dir, split_sentences, writes)
 from .base import chunk_index_text
 from .chunk import chunk_paragraphs
 from .dense import ICT_RECORD, default_embedding_model, model_identity
@@ -26,21 +27,26 @@ __all__ = ['ICTExample', 'ict_examples', 'ict_loss', 'fine_tune_ict']
 # %% ../../nbs/02f_adapt.ipynb #fa31b94a
 @dataclass
 class ICTExample:
-    "One inverse-cloze training example: a sentence, its paragraph without it, another paragraph of the same paper."
+    """One inverse-cloze training example: a sentence, its paragraph without it, another
+    paragraph of the same paper."""
     query: str              # the sentence
-    positive: str           # its paragraph (as indexed: `header: text`) with the sentence removed (or kept, for a share `keep`)
-    negative: str           # another paragraph of the same paper, as indexed ('' when the paper has one paragraph)
+    # its paragraph (as indexed: `header: text`) with the sentence removed (or kept, for a share
+    # `keep`)
+    positive: str
+    # another paragraph of the same paper, as indexed ('' when the paper has one paragraph)
+    negative: str
     paragraph_id: str       # the positive's paragraph
     negative_id: str = ''   # the negative's paragraph
 
 def ict_examples(papers, tokenizer=None,
                  n: int = 2000,                  # examples wanted (fewer when the papers hold fewer usable paragraphs)
                  seed: int = 0,
-                 min_words: int = 8,             # a pseudo-query sentence has at least this many words
+                 min_words: int = 8,  # a pseudo-query sentence has at least this many words
                  keep: float = 0.1,              # share of positives that keep the sentence
                  context_header: bool = True,    # positives and negatives as `Title > Section: text`, like the index
                  skip_markers: Sequence[str] = ('[formula]',)) -> list[ICTExample]:
-    "Seeded inverse-cloze examples from `papers`: at most one per text paragraph, paragraphs drawn at random."
+    """Seeded inverse-cloze examples from `papers`: at most one per text paragraph, paragraphs
+    drawn at random."""
     import random
     rng, cands, by_paper = random.Random(seed), [], {}
     for p in papers:
@@ -50,14 +56,17 @@ def ict_examples(papers, tokenizer=None,
         for c in chunks:
             para = paras.get(c.id)
             if para is None or c.kind != 'text': continue
-            sents = para.sentences or [Sentence(a, b, para.text[a:b]) for a, b in split_sentences(para.text)]
-            ok = [s for s in sents if len(s.text.split()) >= min_words and not any(m in s.text for m in skip_markers)]
+            sents = (para.sentences
+                     or [Sentence(a, b, para.text[a:b]) for a, b in split_sentences(para.text)])
+            ok = [s for s in sents if len(s.text.split()) >= min_words
+                  and not any(m in s.text for m in skip_markers)]
             if len(sents) >= 2 and ok: cands.append((c, para, ok))
     rng.shuffle(cands)
     out = []
     for c, para, ok in cands[:n]:
         s = rng.choice(ok)
-        text = para.text if rng.random() < keep else ' '.join((para.text[:s.start].rstrip() + ' ' + para.text[s.end:].lstrip()).split())
+        text = (para.text if rng.random() < keep else ' '
+                .join((para.text[:s.start].rstrip() + ' ' + para.text[s.end:].lstrip()).split()))
         others = [o for o in by_paper[c.paper_id] if o.id != c.id]
         neg = rng.choice(others) if others else None
         out.append(ICTExample(s.text, f'{c.header}: {text}' if c.header else text,
@@ -73,23 +82,28 @@ def _ict_embed(st, texts):
     return torch.nn.functional.normalize(st(feats)['sentence_embedding'], dim=-1)
 
 def _ict_batch_loss(st, batch: list, scale: float):
-    "In-batch softmax loss of one batch of ICTExamples; candidates from a query's own paragraph (other than its positive) are masked."
+    """In-batch softmax loss of one batch of ICTExamples; candidates from a query's own paragraph
+    (other than its positive) are masked."""
     import torch
     docs = [e.positive for e in batch] + [e.negative for e in batch if e.negative]
     doc_para = [e.paragraph_id for e in batch] + [e.negative_id for e in batch if e.negative]
-    q, d = _ict_embed(st, [e.query for e in batch]), _ict_embed(st, docs)          # (B, dim), (B + n_neg, dim)
+    # (B, dim), (B + n_neg, dim)
+    q, d = _ict_embed(st, [e.query for e in batch]), _ict_embed(st, docs)
     logits = scale * q @ d.T                                                        # (B, B + n_neg)
-    same = torch.tensor([[doc_para[j] == e.paragraph_id and j != i for j in range(len(docs))] for i, e in enumerate(batch)])
+    same = torch.tensor([[doc_para[j] == e.paragraph_id and j != i for j in range(len(docs))]
+                         for i, e in enumerate(batch)])
     logits = logits.masked_fill(same, float('-inf'))
     return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
 
 def ict_loss(model, examples, batch_size: int = 32, scale: float = 20.0) -> float:
-    "Mean in-batch ICT loss of `examples` (in order, no dropout, no gradients) under a SentenceTransformer or an Encoder's model."
+    """Mean in-batch ICT loss of `examples` (in order, no dropout, no gradients) under a
+    SentenceTransformer or an Encoder's model."""
     import torch
     st = getattr(model, 'st', model)
     was = st.training; st.eval()
     with torch.no_grad():
-        out = [float(_ict_batch_loss(st, examples[i:i + batch_size], scale)) for i in range(0, len(examples), batch_size)]
+        out = [float(_ict_batch_loss(st, examples[i:i + batch_size], scale))
+               for i in range(0, len(examples), batch_size)]
     st.train(was)
     return float(np.mean(out)) if out else float('nan')
 
@@ -101,31 +115,43 @@ def fine_tune_ict(examples, out_dir,
                   scale: float = 20.0,          # inverse temperature of the softmax (sentence-transformers' default)
                   max_seq_length: int = 192,    # tokens per text while training (the saved model keeps the base's window)
                   seed: int = 0, progress: bool = True,
-                  reuse: bool = True) -> dict:   # True: a model already in `out_dir` trained from the same examples and settings is returned as is
-    "Fine-tune a sentence encoder on ICTExamples with in-batch + hard negatives; save it to `out_dir` (atomically); return its record."
+                  reuse: bool = True) -> dict:  # True: a model already in `out_dir` trained from the same examples and settings is returned as is
+    """Fine-tune a sentence encoder on ICTExamples with in-batch + hard negatives; save it to
+    `out_dir` (atomically); return its record."""
     import copy, random, shutil, torch
     from sentence_transformers import SentenceTransformer
     examples = list(examples)
-    if not examples: raise ValueError(f'fine_tune_ict: no training examples for {out_dir} (no paragraph with two usable sentences?)')
-    base = (str(getattr(model[0].auto_model.config, '_name_or_path', '')) if isinstance(model, SentenceTransformer)
+    if not examples:
+        raise ValueError(f'fine_tune_ict: no training examples for {out_dir} (no paragraph with '
+                         'two usable sentences?)')
+    base = (str(getattr(model[0].auto_model.config, '_name_or_path', ''))
+            if isinstance(model, SentenceTransformer)
             else str(model or default_embedding_model()))
     settings = {'base_model': model_identity(base), 'examples': len(examples),
-                'examples_hash': blake2b_hex(json.dumps([list(asdict(e).values()) for e in examples], ensure_ascii=False), 16),
-                'epochs': epochs, 'batch_size': batch_size, 'lr': lr, 'warmup': warmup, 'scale': scale, 'max_seq_length': max_seq_length, 'seed': seed}
+                'examples_hash': blake2b_hex(json
+                                             .dumps([list(asdict(e).values()) for e in examples],
+                                                    ensure_ascii=False), 16),
+                'epochs': epochs, 'batch_size': batch_size, 'lr': lr, 'warmup': warmup,
+                'scale': scale, 'max_seq_length': max_seq_length, 'seed': seed}
     out = Path(out_dir)
     if reuse and (out / ICT_RECORD).exists():
         have = json.loads((out / ICT_RECORD).read_text(encoding='utf-8'))
-        if all(have.get(k) == v for k, v in settings.items()): return have | {'model_id': model_identity(str(out)), 'path': str(out), 'reused': True}
+        if all(have.get(k) == v for k, v in settings.items()):
+            return have | {'model_id': model_identity(str(out)), 'path': str(out), 'reused': True}
     t0 = time.perf_counter()
     torch.manual_seed(seed); rng = random.Random(seed)
-    st = copy.deepcopy(model) if isinstance(model, SentenceTransformer) else SentenceTransformer(base, device='cpu')
+    st = (copy.deepcopy(model) if isinstance(model, SentenceTransformer)
+          else SentenceTransformer(base, device='cpu'))
     batches = []
     for _ in range(epochs):
         order = list(range(len(examples))); rng.shuffle(order)
-        batches += [[examples[i] for i in order[s:s + batch_size]] for s in range(0, len(order), batch_size)]
+        batches += [[examples[i] for i in order[s:s + batch_size]]
+                    for s in range(0, len(order), batch_size)]
     steps, n_warm = len(batches), max(1, int(warmup * len(batches)))
     opt = torch.optim.AdamW(st.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min((i + 1) / n_warm, max(0.0, (steps - i) / max(1, steps - n_warm))))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda i: min((i + 1) / n_warm, max(0.0, (steps - i) / max(1, steps - n_warm)))
+    )
     window, st.max_seq_length = st.max_seq_length, max_seq_length
     st.train(); losses = []
     try:
@@ -135,10 +161,13 @@ def fine_tune_ict(examples, out_dir,
             losses.append(round(float(loss), 5))
     finally: st.eval(); st.max_seq_length = window
     tenth = max(1, steps // 10)
-    rec = {'method': 'inverse cloze task: sentence -> its paragraph without it; in-batch and same-paper hard negatives',
+    rec = {'method': 'inverse cloze task: sentence -> its paragraph without it; in-batch and '
+                     'same-paper hard negatives',
            **settings, 'steps': steps,
-           'loss_first_tenth': float(np.mean(losses[:tenth])), 'loss_last_tenth': float(np.mean(losses[-tenth:])), 'losses': losses,
-           'seconds': round(time.perf_counter() - t0, 1), 'torch': torch.__version__, 'threads': torch.get_num_threads()}
+           'loss_first_tenth': float(np.mean(losses[:tenth])),
+           'loss_last_tenth': float(np.mean(losses[-tenth:])), 'losses': losses,
+           'seconds': round(time.perf_counter() - t0, 1), 'torch': torch.__version__,
+           'threads': torch.get_num_threads()}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f'.{out.name}.tmp-{os.getpid()}')
     if tmp.exists(): shutil.rmtree(tmp)

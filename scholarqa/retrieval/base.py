@@ -19,22 +19,27 @@ __all__ = ['RETRIEVERS', 'Chunk', 'Hit', 'Retriever', 'chunk_index_text', 'chunk
 @dataclass
 class Chunk:
     "A retrievable span of one paper with its provenance."
-    id: str                 # the paragraph id for paragraph chunks, else f'{paper_id}-C{method}-{n}'
+    id: str  # the paragraph id for paragraph chunks, else f'{paper_id}-C{method}-{n}'
     text: str               # raw text, exactly as in the paper (no header)
     paper_id: str
     section_path: str       # section of the first paragraph, e.g. '2.1' ('0' = abstract)
     section_titles: list    # section trail, outermost first
     paragraph_start: int    # Paragraph.index of the first paragraph (source order)
     paragraph_end: int      # inclusive
-    sentence_span: tuple | None = None   # (first, last) sentence n inside paragraph_start when the chunk is sub-paragraph
-    source_id: str = ''     # 'arxiv:2212.11867' / 'doi:…' / 'pmid:…' / 'key:…': the paper's preferred source id
-    kind: str = 'text'      # paragraph kind for paragraph chunks; 'text' for chunks cut from running text
+    # (first, last) sentence n inside paragraph_start when the chunk is sub-paragraph
+    sentence_span: tuple | None = None
+    # 'arxiv:2212.11867' / 'doi:…' / 'pmid:…' / 'key:…': the paper's preferred source id
+    source_id: str = ''
+    # paragraph kind for paragraph chunks; 'text' for chunks cut from running text
+    kind: str = 'text'
     n_tokens: int = 0       # embedding-model tokenizer tokens of `text`
     label: str = ''         # paragraph label of paragraph_start
     content_hash: str = ''  # blake2b of chunk_index_text(chunk): the embedding cache key
-    paragraph_ids: list = field(default_factory=list)  # ids of every paragraph the chunk overlaps, in order
-    char_span: tuple | None = None  # (start in first paragraph's text, end in last paragraph's text)
-    header: str = ''        # 'Title > Section > Subsection' when built with context_header=True, else ''
+    # ids of every paragraph the chunk overlaps, in order
+    paragraph_ids: list = field(default_factory=list)
+    # (start in first paragraph's text, end in last paragraph's text)
+    char_span: tuple | None = None
+    header: str = ''  # 'Title > Section > Subsection' when built with context_header=True, else ''
 
 @dataclass
 class Hit:
@@ -43,7 +48,8 @@ class Hit:
     score: float
     retriever: str          # 'bm25' | 'dense' | 'rrf' | 'score' | …
     def extras(self) -> dict:
-        "What a method's own hit adds to its JSON (a subclass overrides this); a plain hit adds nothing."
+        """What a method's own hit adds to its JSON (a subclass overrides this); a plain hit adds
+        nothing."""
         return {}
 
 class Retriever:
@@ -57,11 +63,13 @@ class Retriever:
 
 # %% ../../nbs/02_retrieval.ipynb #37913b28
 def chunk_index_text(chunk: Chunk, with_header: bool = True) -> str:
-    "The text an index sees: `header: text` when the chunk has a header (and `with_header`), else the raw text."
+    """The text an index sees: `header: text` when the chunk has a header (and `with_header`),
+    else the raw text."""
     return f'{chunk.header}: {chunk.text}' if with_header and chunk.header else chunk.text
 
 def chunk_source_id(paper: Paper, order=('arxiv', 'doi', 'pmid', 'openalex', 'key')) -> str:
-    "The paper's preferred source id as 'kind:value' (arXiv, then DOI, PMID, OpenAlex, demo key, then any other)."
+    """The paper's preferred source id as 'kind:value' (arXiv, then DOI, PMID, OpenAlex, demo
+    key, then any other)."""
     ids = {k: v for k, v in paper.source_ids.items() if v not in (None, '')}
     for k in list(order) + sorted(ids):
         if k in ids: return f'{k}:{ids[k]}'
@@ -70,7 +78,8 @@ def chunk_source_id(paper: Paper, order=('arxiv', 'doi', 'pmid', 'openalex', 'ke
 # %% ../../nbs/02_retrieval.ipynb #5dd9ecd4
 @runtime_checkable
 class TextEncoder(Protocol):
-    "Texts in, (n, d) float32 unit vectors out; `use_cache=False` for one-off texts such as queries."
+    """Texts in, (n, d) float32 unit vectors out; `use_cache=False` for one-off texts such as
+    queries."""
     def encode(self, texts, use_cache: bool = True) -> np.ndarray: ...
 
 # %% ../../nbs/02_retrieval.ipynb #404fd664
@@ -87,24 +96,34 @@ def chunk_from_json(d: dict) -> Chunk:
 
 def write_chunks(path, chunks) -> None:
     "Write chunks as JSONL, atomically (temp file + rename)."
-    atomic_write_text(path, ''.join(json.dumps(chunk_to_json(c), ensure_ascii=False) + '\n' for c in chunks))
+    atomic_write_text(path,
+                      ''
+                      .join(json.dumps(chunk_to_json(c), ensure_ascii=False) + '\n'
+                            for c in chunks))
 
 def read_chunks(path) -> list[Chunk]:
     "The chunks of a JSONL file written by `write_chunks`."
-    return [chunk_from_json(json.loads(l)) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
+    return [chunk_from_json(json.loads(l))
+            for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
 
 # %% ../../nbs/02_retrieval.ipynb #dcce5990
 def hit_to_json(hit: Hit) -> dict:
-    "A hit as plain JSON: score, text, provenance (paper, source id, section, paragraph — `paragraphs` [first, last] when it spans several — label), the retriever, and whatever the hit's `extras()` adds."
+    """A hit as plain JSON: score, text, provenance (paper, source id, section, paragraph —
+    `paragraphs` [first, last] when it spans several — label), the retriever, and whatever the
+    hit's `extras()` adds."""
     c = hit.chunk
-    return {'score': round(float(hit.score), 6), 'text': c.text, 'paper_id': c.paper_id, 'source_id': c.source_id,
-            'section': section_json(c), 'paragraph': c.paragraph_start, 'paragraph_end': c.paragraph_end, 'label': c.label,
+    return {'score': round(float(hit.score), 6), 'text': c.text, 'paper_id': c.paper_id,
+            'source_id': c.source_id,
+            'section': section_json(c), 'paragraph': c.paragraph_start,
+            'paragraph_end': c.paragraph_end, 'label': c.label,
             'chunk_id': c.id, 'retriever': hit.retriever,
-            **({'paragraphs': [c.paragraph_start, c.paragraph_end]} if c.paragraph_end != c.paragraph_start else {}),
+            **({'paragraphs': [c.paragraph_start, c.paragraph_end]}
+               if c.paragraph_end != c.paragraph_start else {}),
             **hit.extras()}
 
 def section_json(c: Chunk) -> dict:
-    "The section of a chunk as JSON, the same object wherever a section is printed (hits, citations)."
+    """The section of a chunk as JSON, the same object wherever a section is printed (hits,
+    citations)."""
     return {'path': c.section_path, 'titles': list(c.section_titles)}
 
 # %% ../../nbs/02_retrieval.ipynb #64fd899a
@@ -115,8 +134,10 @@ def register_retriever(name: str,         # what `--retriever` and `IndexStore.r
     "Decorator: register `build(store) -> Retriever` under `name`."
     def deco(build):
         have = RETRIEVERS.get(name)
-        if have is not None and have.__qualname__ != build.__qualname__:   # the same definition run again (a notebook, a reload) replaces
-            raise ValueError(f'retriever {name!r} is already registered by {have.__module__}.{have.__qualname__}')
+        # the same definition run again (a notebook, a reload) replaces
+        if have is not None and have.__qualname__ != build.__qualname__:
+            raise ValueError(f'retriever {name!r} is already registered by '
+                             f'{have.__module__}.{have.__qualname__}')
         build.help = help or (build.__doc__ or '').strip()
         RETRIEVERS[name] = build
         return build

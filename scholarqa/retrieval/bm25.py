@@ -19,17 +19,20 @@ from .base import Chunk, Hit, Retriever, chunk_index_text
 __all__ = ['BM25_STOPWORDS', 'bm25_stem', 'bm25_tokenize', 'BM25Index', 'bm25_speed_comparison']
 
 # %% ../../nbs/02b_bm25.ipynb #75cfdf07
-BM25_STOPWORDS = frozenset('''a about above after again against all am an and any are as at be because been before being
+BM25_STOPWORDS = frozenset(
+    '''a about above after again against all am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had has have having he her here
 hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only
 or other our ours ourselves out over own same she should so some such than that the their theirs them themselves then there
 these they this those through to too under until up very was we were what when where which while who whom why will with would
-you your yours yourself yourselves'''.split())
+you your yours yourself yourselves'''.split()
+)
 
 _BM25_WORD = re.compile(r'[^\W_]+')
 
 def bm25_stem(word: str) -> str:
-    "Harman's S stemmer plus Porter's sses→ss: fold English plurals only (studies→study, classes→class, papers→paper)."
+    """Harman's S stemmer plus Porter's sses→ss: fold English plurals only (studies→study,
+    classes→class, papers→paper)."""
     if len(word) <= 3 or not word.endswith('s'): return word
     if word.endswith('sses'): return word[:-2]
     if word.endswith('ies') and not word.endswith(('eies', 'aies')): return word[:-3] + 'y'
@@ -37,7 +40,8 @@ def bm25_stem(word: str) -> str:
     if word.endswith(('us', 'ss')): return word
     return word[:-1]
 
-def bm25_tokenize(text: str, stopwords: Iterable[str] | None = BM25_STOPWORDS, stem: bool = True) -> list[str]:
+def bm25_tokenize(text: str, stopwords: Iterable[str] | None = BM25_STOPWORDS,
+                  stem: bool = True) -> list[str]:
     "Case-folded Unicode words, stop words dropped, plurals folded: the default BM25 analyser."
     toks = _BM25_WORD.findall(text.casefold())
     if stopwords: toks = [t for t in toks if t not in stopwords]
@@ -45,14 +49,17 @@ def bm25_tokenize(text: str, stopwords: Iterable[str] | None = BM25_STOPWORDS, s
 
 # %% ../../nbs/02b_bm25.ipynb #63521ee7
 class BM25Index(Retriever):
-    "Okapi BM25 over chunks on a scipy.sparse term-document matrix; incremental add/remove by chunk id."
+    """Okapi BM25 over chunks on a scipy.sparse term-document matrix; incremental add/remove by
+    chunk id."""
     name = 'bm25'
     def __init__(self, chunks: Iterable[Chunk] = (), k1: float = 1.5, b: float = 0.75,
                  tokenize: Callable[[str], list[str]] = bm25_tokenize,
                  variant: str = 'rank_bm25',   # 'rank_bm25' (idf floor ε·mean idf, = rank_bm25.BM25Okapi) | 'lucene'
                  epsilon: float = 0.25):       # the rank_bm25 floor factor
-        if variant not in ('rank_bm25', 'lucene'): raise ValueError(f'unknown BM25 variant {variant!r}')
-        self.k1, self.b, self.tokenize, self.variant, self.epsilon = k1, b, tokenize, variant, epsilon
+        if variant not in ('rank_bm25', 'lucene'):
+            raise ValueError(f'unknown BM25 variant {variant!r}')
+        self.k1, self.b, self.tokenize, self.variant, self.epsilon = (k1, b, tokenize, variant,
+                                                                      epsilon)
         self.chunks: list[Chunk] = []
         self.vocab: dict[str, int] = {}
         self._row: dict[str, int] = {}
@@ -61,21 +68,25 @@ class BM25Index(Retriever):
 
     def __len__(self): return len(self.chunks)
     def __contains__(self, cid): return cid in self._row
-    def __repr__(self): return f'BM25Index({len(self)} chunks, {len(self.vocab)} terms, k1={self.k1}, b={self.b}, {self.variant})'
+    def __repr__(self):
+        return f'BM25Index({len(self)} chunks, {len(self.vocab)} terms, k1={self.k1}, b={self.b}, {self.variant})'
 
     def add(self, chunks: Iterable[Chunk], tokens: list[list[str]] | None = None) -> 'BM25Index':
-        "Add chunks (a chunk whose id is already indexed replaces the old one); `tokens` skips tokenising."
+        """Add chunks (a chunk whose id is already indexed replaces the old one); `tokens` skips
+        tokenising."""
         chunks = list(chunks)
         ids = [c.id for c in chunks]
         if len(set(ids)) != len(ids): raise ValueError('duplicate chunk ids in one add()')
         self.remove([i for i in ids if i in self._row], _refresh=False)
         if tokens is None: tokens = [self.tokenize(chunk_index_text(c)) for c in chunks]
         vocab, flat = self.vocab, list(itertools.chain.from_iterable(tokens))
-        for t in dict.fromkeys(flat):                              # new terms get the next column, in first-seen order
+        for t in dict.fromkeys(flat):  # new terms get the next column, in first-seen order
             if t not in vocab: vocab[t] = len(vocab)
         cols = np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat))
         rows = np.repeat(np.arange(len(chunks)), [len(toks) for toks in tokens])
-        new = sp.coo_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(chunks), len(vocab))).tocsr()  # sums repeats
+        # sums repeats
+        new = sp.coo_matrix((np.ones(len(cols)), (rows, cols)),
+                            shape=(len(chunks), len(vocab))).tocsr()
         old = self._tf.copy(); old.resize((old.shape[0], len(self.vocab)))
         self._tf = sp.vstack([old, new], format='csr')
         for c in chunks: self._row[c.id] = len(self.chunks); self.chunks.append(c)
@@ -94,7 +105,8 @@ class BM25Index(Retriever):
         return len(drop)
 
     def _bm25_idf(self, df: np.ndarray, n: int) -> np.ndarray:
-        "idf of every term from its document frequency `df` (n_terms,) in a collection of n chunks; 0 for absent terms."
+        """idf of every term from its document frequency `df` (n_terms,) in a collection of n
+        chunks; 0 for absent terms."""
         if self.variant == 'lucene': idf = np.log1p((n - df + 0.5) / (df + 0.5))
         else:
             idf = np.log(n - df + 0.5) - np.log(df + 0.5)
@@ -109,14 +121,15 @@ class BM25Index(Retriever):
         tf, n = self._tf, self._tf.shape[0]
         self.doc_len = np.asarray(tf.sum(axis=1)).ravel()                  # (n_chunks,)
         self.avgdl = float(self.doc_len.mean()) if n else 0.0
-        df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64)   # (n_terms,) chunks containing each term
+        # (n_terms,) chunks containing each term
+        df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64)
         self.idf = self._bm25_idf(df, n)
         w = tf.copy()
         if n and tf.nnz:
             rows = np.repeat(np.arange(n), np.diff(tf.indptr))
             norm = self.k1 * (1 - self.b + self.b * self.doc_len[rows] / self.avgdl)
             w.data = self.idf[tf.indices] * tf.data * (self.k1 + 1) / (tf.data + norm)
-        self._w, self._tfc = w.tocsc(), tf.tocsc()                          # column access per query term
+        self._w, self._tfc = w.tocsc(), tf.tocsc()  # column access per query term
 
     def _bm25_query(self, query) -> tuple[np.ndarray, np.ndarray]:
         "Vocabulary columns of the query's known terms and their counts."
@@ -124,10 +137,12 @@ class BM25Index(Retriever):
         counts = {}
         for t in toks:
             if t in self.vocab: counts[self.vocab[t]] = counts.get(self.vocab[t], 0) + 1
-        return np.fromiter(counts, np.int64, len(counts)), np.fromiter(counts.values(), np.float64, len(counts))
+        return (np.fromiter(counts, np.int64, len(counts)),
+                np.fromiter(counts.values(), np.float64, len(counts)))
 
     def scores(self, query: str | list[str]) -> np.ndarray:
-        "BM25 score of every chunk, in index order (a string is tokenised, a list is taken as tokens)."
+        """BM25 score of every chunk, in index order (a string is tokenised, a list is taken as
+        tokens)."""
         cols, counts = self._bm25_query(query)
         if not len(cols) or not len(self.chunks): return np.zeros(len(self.chunks))
         return np.asarray(self._w[:, cols] @ counts).ravel()               # (n_chunks,)
@@ -144,14 +159,16 @@ class BM25Index(Retriever):
 # %% ../../nbs/02b_bm25.ipynb #2ae11438
 @patch
 def scores_within(self: BM25Index, query: str | list[str],
-                  rows) -> np.ndarray:             # chunk rows (index order) that form the collection, e.g. one paper's
-    "BM25 of the chunks in `rows` with df, idf and mean length taken from those rows alone: (len(rows),)."
+                  rows) -> np.ndarray:  # chunk rows (index order) that form the collection, e.g. one paper's
+    """BM25 of the chunks in `rows` with df, idf and mean length taken from those rows alone:
+    (len(rows),)."""
     rows = np.asarray(rows, dtype=np.int64)
     cols, counts = self._bm25_query(query)
     if not len(cols) or not len(rows): return np.zeros(len(rows))
-    tf = self._tf[rows]                                                    # (n_rows, n_terms) term counts
+    tf = self._tf[rows]  # (n_rows, n_terms) term counts
     n, doc_len = len(rows), self.doc_len[rows]
-    idf = self._bm25_idf(np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64), n)[cols]   # (n_query_terms,)
+    # (n_query_terms,)
+    idf = self._bm25_idf(np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64), n)[cols]
     f = tf[:, cols].toarray()                                              # (n_rows, n_query_terms)
     norm = self.k1 * (1 - self.b + self.b * doc_len / doc_len.mean())      # (n_rows,)
     return (idf * f * (self.k1 + 1) / (f + norm[:, None])) @ counts
@@ -159,38 +176,50 @@ def scores_within(self: BM25Index, query: str | list[str],
 # %% ../../nbs/02b_bm25.ipynb #760c35e3
 @patch
 def retrieve_within(self: BM25Index, query: str | list[str], paper: str, k: int = 10) -> list[Hit]:
-    "Top-k passages of `paper` by BM25 with the whole index's statistics (those sharing no query term left out), best first."
-    rows, (cols, _) = np.fromiter((i for i, c in enumerate(self.chunks) if c.paper_id == paper), np.int64), self._bm25_query(query)
+    """Top-k passages of `paper` by BM25 with the whole index's statistics (those sharing no
+    query term left out), best first."""
+    rows, (cols, _) = (np
+                       .fromiter((i for i, c in enumerate(self.chunks) if c.paper_id == paper),
+                                 np.int64), self._bm25_query(query))
     if not len(cols) or not len(rows): return []
     rows = rows[self._tf[rows][:, cols].getnnz(axis=1) > 0]
     s = self.scores(query)[rows]                                           # (n_rows,)
-    return [Hit(self.chunks[rows[j]], float(s[j]), self.name) for j in np.lexsort((rows, -s))[:k]]   # ties: index order
+    # ties: index order
+    return [Hit(self.chunks[rows[j]], float(s[j]), self.name) for j in np.lexsort((rows, -s))[:k]]
 
 # %% ../../nbs/02b_bm25.ipynb #339a9655
 def _bm25s_columns(ours: BM25Index, chunks: list, toks: list, qs: list, k: int) -> dict:
-    "bm25s (method='lucene', float64) on the same tokens: index time, query latency, top-k overlap with `ours`, score check."
+    """bm25s (method='lucene', float64) on the same tokens: index time, query latency, top-k
+    overlap with `ours`, score check."""
     import bm25s
-    n, kk = len(toks), min(k, len(toks))                                   # bm25s refuses k > number of chunks
+    n, kk = len(toks), min(k, len(toks))  # bm25s refuses k > number of chunks
     t0 = time.perf_counter()
-    fast = bm25s.BM25(k1=ours.k1, b=ours.b, method='lucene', dtype='float64'); fast.index(toks, show_progress=False)
+    fast = bm25s.BM25(k1=ours.k1, b=ours.b, method='lucene', dtype='float64')
+    fast.index(toks, show_progress=False)
     t_index = time.perf_counter() - t0
     t0 = time.perf_counter()
-    got = [fast.retrieve([q], k=kk, show_progress=False)[0][0] for q in qs]  # per query: (kk,) chunk rows, best first
+    # per query: (kk,) chunk rows, best first
+    got = [fast.retrieve([q], k=kk, show_progress=False)[0][0] for q in qs]
     q_fast = (time.perf_counter() - t0) / max(len(qs), 1)
-    overlap = []                                                           # share of bm25s's top-k inside ours' top-k
+    overlap = []  # share of bm25s's top-k inside ours' top-k
     for q, g in zip(qs, got):
-        s = ours.scores(q)                                                 # (n,) our default variant
-        kth = np.partition(s, n - kk)[n - kk]                              # our k-th best score: a tie with it counts as in
+        s = ours.scores(q)  # (n,) our default variant
+        kth = np.partition(s, n - kk)[n - kk]  # our k-th best score: a tie with it counts as in
         overlap.append(float(np.mean(s[g] >= kth - 1e-9 * max(1.0, abs(kth)))))
-    lucene = BM25Index(tokenize=ours.tokenize, k1=ours.k1, b=ours.b, variant='lucene').add(chunks, tokens=toks)
-    diff = max([float(np.abs((ours.k1 + 1) * fast.get_scores(q) - lucene.scores(q)).max()) for q in qs[:5] if q] or [0.0])
+    lucene = BM25Index(tokenize=ours.tokenize, k1=ours.k1, b=ours.b,
+                       variant='lucene').add(chunks, tokens=toks)
+    diff = max([float(np.abs((ours.k1 + 1) * fast.get_scores(q) - lucene.scores(q)).max())
+                for q in qs[:5] if q] or [0.0])
     return {'index_s_bm25s': t_index, 'query_ms_bm25s': 1e3 * q_fast,
-            f'top{k}_overlap_bm25s': float(np.mean(overlap)) if overlap else np.nan, 'max_abs_score_diff_bm25s': diff}
+            f'top{k}_overlap_bm25s': float(np.mean(overlap)) if overlap else np.nan,
+            'max_abs_score_diff_bm25s': diff}
 
-def bm25_speed_comparison(texts: Sequence[str], queries: Sequence[str], sizes=(10_000, 100_000), k: int = 10,
+def bm25_speed_comparison(texts: Sequence[str], queries: Sequence[str], sizes=(10_000, 100_000),
+                          k: int = 10,
                           n_queries: int = 20, seed: int = 0, tokenize: Callable = bm25_tokenize,
-                          with_bm25s: bool = True):   # also run bm25s when it is installed; otherwise its columns are NaN
-    "Index time and query latency of BM25Index vs rank_bm25.BM25Okapi (and bm25s) on corpora of `sizes` chunks sampled from `texts`."
+                          with_bm25s: bool = True):  # also run bm25s when it is installed; otherwise its columns are NaN
+    """Index time and query latency of BM25Index vs rank_bm25.BM25Okapi (and bm25s) on corpora of
+    `sizes` chunks sampled from `texts`."""
     import importlib.util
     import pandas as pd
     from rank_bm25 import BM25Okapi
@@ -202,8 +231,11 @@ def bm25_speed_comparison(texts: Sequence[str], queries: Sequence[str], sizes=(1
     for n in sizes:
         pick = rng.integers(0, len(texts), n)
         toks = [base[i] for i in pick]
-        chunks = [Chunk(f'syn-{j}', texts[i], 'synthetic', '', [], 0, 0) for j, i in enumerate(pick)]
-        t0 = time.perf_counter(); ours = BM25Index(tokenize=tokenize).add(chunks, tokens=toks); t_ours = time.perf_counter() - t0
+        chunks = [Chunk(f'syn-{j}', texts[i], 'synthetic', '', [], 0, 0)
+                  for j, i in enumerate(pick)]
+        t0 = time.perf_counter()
+        ours = BM25Index(tokenize=tokenize).add(chunks, tokens=toks)
+        t_ours = time.perf_counter() - t0
         t0 = time.perf_counter(); ref = BM25Okapi(toks); t_ref = time.perf_counter() - t0
         t0 = time.perf_counter()
         for q in qs: ours.retrieve(q, k)
@@ -211,11 +243,14 @@ def bm25_speed_comparison(texts: Sequence[str], queries: Sequence[str], sizes=(1
         t0 = time.perf_counter(); diff = 0.0
         for q in qs: np.argsort(ref.get_scores(q))[::-1][:k]
         q_ref = (time.perf_counter() - t0) / max(len(qs), 1)
-        for q in qs[:5]: diff = max(diff, float(np.abs(ours.scores(q) - ref.get_scores(q)).max()) if n else 0.0)
-        row = dict(n_chunks=n, index_s_ours=t_ours, index_s_rank_bm25=t_ref, query_ms_ours=1e3 * q_ours,
+        for q in qs[:5]:
+            diff = max(diff, float(np.abs(ours.scores(q) - ref.get_scores(q)).max()) if n else 0.0)
+        row = dict(n_chunks=n, index_s_ours=t_ours, index_s_rank_bm25=t_ref,
+                   query_ms_ours=1e3 * q_ours,
                    query_ms_rank_bm25=1e3 * q_ref, index_speedup=t_ref / max(t_ours, 1e-9),
                    query_speedup=q_ref / max(q_ours, 1e-9), max_abs_score_diff=diff,
-                   index_s_bm25s=np.nan, query_ms_bm25s=np.nan, max_abs_score_diff_bm25s=np.nan) | {f'top{k}_overlap_bm25s': np.nan}
+                   index_s_bm25s=np.nan, query_ms_bm25s=np.nan,
+                   max_abs_score_diff_bm25s=np.nan) | {f'top{k}_overlap_bm25s': np.nan}
         if use_bm25s and n: row |= _bm25s_columns(ours, chunks, toks, qs, k)
         rows.append(row)
     return pd.DataFrame(rows)

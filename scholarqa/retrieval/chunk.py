@@ -12,7 +12,9 @@ import itertools
 import numpy as np
 import re
 from ..doc import progress as show_progress
-from ..doc import Paper, Paragraph, Section, Sentence, blake2b_hex, iter_sections, load_tokenizer, paragraph_label
+from ..doc import (
+    Paper, Paragraph, Section, Sentence, blake2b_hex, iter_sections, load_tokenizer,
+    paragraph_label)
 from .base import Chunk, chunk_index_text, chunk_source_id
 
 # %% auto #0
@@ -29,7 +31,8 @@ def _chunk_offsets(texts: list[str], tokenizer) -> list[np.ndarray]:
     "Per text, an (n_tokens, 2) int array of token character offsets (no special tokens)."
     out = []
     for i in range(0, len(texts), 256):
-        enc = tokenizer(texts[i:i + 256], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        enc = tokenizer(texts[i:i + 256], add_special_tokens=False, return_offsets_mapping=True,
+                        verbose=False)
         out += [np.asarray(o, dtype=np.int64).reshape(-1, 2) for o in enc['offset_mapping']]
     return out
 
@@ -64,23 +67,30 @@ def _chunk_header(paper: Paper, cp: _ChunkPara) -> str:
     return ' > '.join([paper.title] + [t for t in cp.trail if t])
 
 def _chunk_sentences(para: Paragraph, start: int, end: int) -> tuple | None:
-    "(first, last) sentence n overlapping [start, end), or None when the paragraph has no sentences."
+    """(first, last) sentence n overlapping [start, end), or None when the paragraph has no
+    sentences."""
     ns = [s.n for s in para.sentences if s.end > start and s.start < end]
     return (ns[0], ns[-1]) if ns else None
 
-def _chunk_from_pieces(paper: Paper, pieces: list, cid: str, tokenizer, context_header: bool = False) -> Chunk:
+def _chunk_from_pieces(paper: Paper, pieces: list, cid: str, tokenizer,
+                       context_header: bool = False) -> Chunk:
     "One chunk from (ChunkPara, start, end) pieces in document order."
     groups = []                                    # [(cp, start, end)] one per paragraph
     for cp, a, b in pieces:
-        if groups and groups[-1][0] is cp: groups[-1] = (cp, min(groups[-1][1], a), max(groups[-1][2], b))
+        if (groups
+            and groups[-1][0] is cp): groups[-1] = ((cp, min(groups[-1][1], a),
+                                                     max(groups[-1][2], b)))
         else: groups.append((cp, a, b))
     text = '\n\n'.join(cp.para.text[a:b] for cp, a, b in groups)
     first, a0, _ = groups[0]; last, _, b1 = groups[-1]
     whole = len(groups) > 1 or (a0 == 0 and b1 == len(first.para.text))
     ntok = sum(_chunk_ntok(cp.offsets, a, b) for cp, a, b in groups)
-    c = Chunk(cid, text, paper.id, first.section.path, list(first.trail), first.para.index, last.para.index,
-              sentence_span=None if whole else _chunk_sentences(first.para, a0, b1), source_id=chunk_source_id(paper),
-              kind='text', n_tokens=ntok, label=first.para.label or paragraph_label(paper.id, first.section.path, first.para.index),
+    c = Chunk(cid, text, paper.id, first.section.path, list(first.trail), first.para.index,
+              last.para.index,
+              sentence_span=None if whole else _chunk_sentences(first.para, a0, b1),
+              source_id=chunk_source_id(paper),
+              kind='text', n_tokens=ntok, label=first.para.label
+              or paragraph_label(paper.id, first.section.path, first.para.index),
               paragraph_ids=[cp.para.id for cp, _, _ in groups], char_span=(a0, b1),
               header=_chunk_header(paper, first) if context_header else '')
     c.content_hash = blake2b_hex(chunk_index_text(c))
@@ -93,7 +103,8 @@ def chunk_paragraphs(paper: Paper, tokenizer=None, kinds: Iterable[str] | None =
     tokenizer = tokenizer or default_tokenizer()
     out = []
     for cp in _chunk_paras(paper, tokenizer, set(kinds) if kinds else None):
-        c = _chunk_from_pieces(paper, [(cp, 0, len(cp.para.text))], cp.para.id, tokenizer, context_header)
+        c = _chunk_from_pieces(paper, [(cp, 0, len(cp.para.text))], cp.para.id, tokenizer,
+                               context_header)
         c.kind = cp.para.kind
         out.append(c)
     return out
@@ -101,18 +112,25 @@ def chunk_paragraphs(paper: Paper, tokenizer=None, kinds: Iterable[str] | None =
 # %% ../../nbs/02a_chunk.ipynb #c72ef1e9
 def chunk_fixed(paper: Paper, tokenizer=None, size: int = 1000, overlap: int = 0,
                 context_header: bool = False) -> list[Chunk]:
-    "Windows of `size` tokens over the paper's paragraphs in document order (`overlap` tokens shared)."
+    """Windows of `size` tokens over the paper's paragraphs in document order (`overlap` tokens
+    shared)."""
     if not 0 <= overlap < size: raise ValueError('need 0 <= overlap < size')
     tokenizer = tokenizer or default_tokenizer()
     paras = _chunk_paras(paper, tokenizer)
-    ends = np.cumsum([len(cp.offsets) for cp in paras])         # (n_paragraphs,) token count up to each paragraph's end
+    # (n_paragraphs,) token count up to each paragraph's end
+    ends = np.cumsum([len(cp.offsets) for cp in paras])
     total, out = int(ends[-1]) if len(paras) else 0, []
     for n, i in enumerate(range(0, max(total - overlap, 1), size - overlap)):
         j, pieces = min(i + size, total), []                      # window = paper tokens [i, j)
-        for q in range(int(np.searchsorted(ends, i, 'right')), int(np.searchsorted(ends, j - 1, 'right')) + 1):
-            lo = max(i - (ends[q] - len(paras[q].offsets)), 0); hi = min(j, ends[q]) - (ends[q] - len(paras[q].offsets))
-            pieces.append((paras[q], int(paras[q].offsets[lo, 0]), int(paras[q].offsets[hi - 1, 1])))
-        if pieces: out.append(_chunk_from_pieces(paper, pieces, f'{paper.id}-Cfixed-{n}', tokenizer, context_header))
+        for q in range(int(np.searchsorted(ends, i, 'right')),
+                       int(np.searchsorted(ends, j - 1, 'right')) + 1):
+            lo = max(i - (ends[q] - len(paras[q].offsets)), 0)
+            hi = min(j, ends[q]) - (ends[q] - len(paras[q].offsets))
+            pieces.append((paras[q], int(paras[q].offsets[lo, 0]),
+                           int(paras[q].offsets[hi - 1, 1])))
+        if pieces:
+            out.append(_chunk_from_pieces(paper, pieces, f'{paper.id}-Cfixed-{n}', tokenizer,
+                                          context_header))
     return out
 
 # %% ../../nbs/02a_chunk.ipynb #df1f6035
@@ -120,14 +138,16 @@ def _chunk_words(cp: _ChunkPara, a: int, b: int) -> list[tuple]:
     "Whitespace-separated words inside [a, b) as pieces."
     return [(cp, a + m.start(), a + m.end()) for m in re.finditer(r'\S+', cp.para.text[a:b])]
 
-def _chunk_token_windows(cp: _ChunkPara, a: int, b: int, size: int, overlap: int) -> list[list[tuple]]:
+def _chunk_token_windows(cp: _ChunkPara, a: int, b: int, size: int,
+                         overlap: int) -> list[list[tuple]]:
     "Hard cut of [a, b) into windows of `size` tokens (`overlap` shared)."
     offs = cp.offsets[(cp.offsets[:, 0] >= a) & (cp.offsets[:, 0] < b)]
     return [[(cp, int(offs[i, 0]), int(offs[min(i + size, len(offs)) - 1, 1]))]
             for i in range(0, max(len(offs) - overlap, 1), size - overlap) if len(offs)]
 
 def _chunk_pack(pieces: list[tuple], ntok: list[int], size: int, overlap: int) -> list[list[tuple]]:
-    "Greedy packing of pieces (each <= size tokens) into chunks of <= size tokens, carrying <= overlap tokens forward."
+    """Greedy packing of pieces (each <= size tokens) into chunks of <= size tokens, carrying <=
+    overlap tokens forward."""
     out, cur, curn, total = [], [], [], 0
     for p, n in zip(pieces, ntok):
         if cur and total + n > size:
@@ -138,8 +158,10 @@ def _chunk_pack(pieces: list[tuple], ntok: list[int], size: int, overlap: int) -
     if cur: out.append(cur)
     return out
 
-def _chunk_recursive_split(pieces: list[tuple], level: int, size: int, overlap: int) -> list[list[tuple]]:
-    "Split pieces at `level` (0 paragraph, 1 sentence, 2 word, 3 token) into chunks of at most `size` tokens."
+def _chunk_recursive_split(pieces: list[tuple], level: int, size: int,
+                           overlap: int) -> list[list[tuple]]:
+    """Split pieces at `level` (0 paragraph, 1 sentence, 2 word, 3 token) into chunks of at most
+    `size` tokens."""
     if level == 3:
         return [w for cp, a, b in pieces for w in _chunk_token_windows(cp, a, b, size, overlap)]
     out, run, runn = [], [], []
@@ -152,22 +174,27 @@ def _chunk_recursive_split(pieces: list[tuple], level: int, size: int, overlap: 
         if level == 0:
             sents = [(cp, s.start, s.end) for s in cp.para.sentences] or [(cp, a, b)]
             out.extend(_chunk_recursive_split(sents, 1, size, overlap))
-        elif level == 1: out.extend(_chunk_recursive_split(_chunk_words(cp, a, b), 2, size, overlap))
+        elif level == 1: out.extend(_chunk_recursive_split(_chunk_words(cp, a, b), 2, size,
+                                                           overlap))
         else: out.extend(_chunk_recursive_split([(cp, a, b)], 3, size, overlap))
     flush()
     return out
 
 def chunk_recursive(paper: Paper, tokenizer=None, size: int = 100, overlap: int = 16,
                     context_header: bool = False) -> list[Chunk]:
-    "Recursive split (paragraph → sentence → word → token) into chunks of <= `size` tokens with <= `overlap` carried over."
+    """Recursive split (paragraph → sentence → word → token) into chunks of <= `size` tokens with
+    <= `overlap` carried over."""
     if not 0 <= overlap < size: raise ValueError('need 0 <= overlap < size')
     tokenizer = tokenizer or default_tokenizer()
     paras, groups = _chunk_paras(paper, tokenizer), []
-    for cp in paras:                                   # paragraphs grouped by section, document order
+    for cp in paras:  # paragraphs grouped by section, document order
         if groups and groups[-1][0].section is cp.section: groups[-1].append(cp)
         else: groups.append([cp])
-    pieces = [ch for g in groups for ch in _chunk_recursive_split([(cp, 0, len(cp.para.text)) for cp in g], 0, size, overlap)]
-    return [_chunk_from_pieces(paper, ch, f'{paper.id}-Crecursive-{n}', tokenizer, context_header) for n, ch in enumerate(pieces)]
+    pieces = [ch for g in groups
+              for ch in _chunk_recursive_split([(cp, 0, len(cp.para.text)) for cp in g], 0, size,
+                                               overlap)]
+    return [_chunk_from_pieces(paper, ch, f'{paper.id}-Crecursive-{n}', tokenizer, context_header)
+            for n, ch in enumerate(pieces)]
 
 # %% ../../nbs/02a_chunk.ipynb #02310e18
 def semantic_breakpoints(vecs: np.ndarray,  # (n_windows, d) window embeddings
@@ -175,17 +202,21 @@ def semantic_breakpoints(vecs: np.ndarray,  # (n_windows, d) window embeddings
     "Indices i after which to break (distance(i, i+1) > T), the distances, and the threshold T."
     v = np.asarray(vecs, dtype=np.float64)
     v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    d = 1.0 - (v[:-1] * v[1:]).sum(1)                                        # (n_windows - 1,) cosine distances
+    d = 1.0 - (v[:-1] * v[1:]).sum(1)  # (n_windows - 1,) cosine distances
     if len(d) == 0: return [], d, float('nan')
     t = float(np.percentile(d, percentile))
     return [int(i) for i in np.flatnonzero(d > t)], d, t
 
-def chunk_semantic(paper: Paper, embed: Callable[[list[str]], np.ndarray], tokenizer=None, window: int = 1,
-                   percentile: float = 95.0, max_tokens: int | None = None, context_header: bool = False,
+def chunk_semantic(paper: Paper, embed: Callable[[list[str]], np.ndarray], tokenizer=None,
+                   window: int = 1,
+                   percentile: float = 95.0, max_tokens: int | None = None,
+                   context_header: bool = False,
                    resplit: tuple[int, int] | None = None,   # (size, overlap): each semantic chunk split again recursively
                    ) -> list[Chunk]:
-    "Sentence windows (±`window`) embedded; break where cosine distance between consecutive windows > the percentile."
-    if resplit and not 0 <= resplit[1] < resplit[0]: raise ValueError('resplit: need 0 <= overlap < size')
+    """Sentence windows (±`window`) embedded; break where cosine distance between consecutive
+    windows > the percentile."""
+    if resplit and not 0 <= resplit[1] < resplit[0]:
+        raise ValueError('resplit: need 0 <= overlap < size')
     tokenizer = tokenizer or default_tokenizer()
     sents = [(cp, s.start, s.end) for cp in _chunk_paras(paper, tokenizer)
              for s in (cp.para.sentences or [Sentence(0, len(cp.para.text))])]
@@ -200,20 +231,27 @@ def chunk_semantic(paper: Paper, embed: Callable[[list[str]], np.ndarray], token
         cur.append(s); curn += n
         if i in breaks: groups.append(cur); cur, curn = [], 0
     if cur: groups.append(cur)
-    if resplit:                         # sentence → word → token inside one semantic chunk and one section, as chunk_recursive
-        groups = [piece for g in groups for sec in itertools.groupby(g, key=lambda s: id(s[0].section))
+    # sentence → word → token inside one semantic chunk and one section, as chunk_recursive
+    if resplit:
+        groups = [piece for g in groups
+                  for sec in itertools.groupby(g, key=lambda s: id(s[0].section))
                   for piece in _chunk_recursive_split(list(sec[1]), 1, *resplit)]
-    return [_chunk_from_pieces(paper, g, f'{paper.id}-Csemantic-{n}', tokenizer, context_header) for n, g in enumerate(groups)]
+    return [_chunk_from_pieces(paper, g, f'{paper.id}-Csemantic-{n}', tokenizer, context_header)
+            for n, g in enumerate(groups)]
 
 # %% ../../nbs/02a_chunk.ipynb #38555c20
-CHUNKERS = {'paragraph': chunk_paragraphs, 'fixed': chunk_fixed, 'recursive': chunk_recursive, 'semantic': chunk_semantic}
+CHUNKERS = {'paragraph': chunk_paragraphs, 'fixed': chunk_fixed, 'recursive': chunk_recursive,
+            'semantic': chunk_semantic}
 
 def chunk_paper(paper: Paper, method: str = 'paragraph', tokenizer=None, **opts) -> list[Chunk]:
-    "Chunks of one paper by `method` ('paragraph', 'fixed', 'recursive', 'semantic'); `opts` go to the chunker."
-    if method not in CHUNKERS: raise ValueError(f'unknown chunker {method!r}; choose from {sorted(CHUNKERS)}')
+    """Chunks of one paper by `method` ('paragraph', 'fixed', 'recursive', 'semantic'); `opts` go
+    to the chunker."""
+    if method not in CHUNKERS:
+        raise ValueError(f'unknown chunker {method!r}; choose from {sorted(CHUNKERS)}')
     return CHUNKERS[method](paper, tokenizer=tokenizer or default_tokenizer(), **opts)
 
-def chunk_corpus(papers: Iterable[Paper], method: str = 'paragraph', tokenizer=None, progress: bool = False,
+def chunk_corpus(papers: Iterable[Paper], method: str = 'paragraph', tokenizer=None,
+                 progress: bool = False,
                  **opts) -> list[Chunk]:
     "Chunks of every paper, in corpus order."
     papers = list(papers)

@@ -17,28 +17,36 @@ __all__ = ['PAPER_WORDS', 'CUE_WORDS', 'DETERMINERS', 'PREPOSITIONS', 'QUESTION_
            'PaperSplit', 'LLMDecomposer']
 
 # %% ../../nbs/02p_two_paper.ipynb #28081d0f
-PAPER_WORDS = frozenset({'paper', 'papers', 'study', 'studies', 'thesis', 'article', 'work', 'survey', 'review', 'preprint',
+PAPER_WORDS = frozenset({'paper', 'papers', 'study', 'studies', 'thesis', 'article', 'work',
+                         'survey', 'review', 'preprint',
                          'report', 'benchmark', 'benchmarks', 'letter', 'manuscript', 'proposal'})
-CUE_WORDS = frozenset({'each', 'both', 'respectively', 'compare', 'compared', 'comparing', 'versus', 'vs', 'differ', 'differs',
+CUE_WORDS = frozenset({'each', 'both', 'respectively', 'compare', 'compared', 'comparing', 'versus',
+                       'vs', 'differ', 'differs',
                        'contrast'})
 DETERMINERS = frozenset({'the', 'a', 'an', 'its', 'their'})
-PREPOSITIONS = frozenset({'in', 'by', 'for', 'from', 'of', 'on', 'to', 'with', 'across', 'within', 'behind', 'between'})
-QUESTION_STARTS = frozenset({'how', 'what', 'which', 'why', 'where', 'when', 'who', 'whom', 'whose', 'did', 'does', 'do', 'is',
+PREPOSITIONS = frozenset({'in', 'by', 'for', 'from', 'of', 'on', 'to', 'with', 'across', 'within',
+                          'behind', 'between'})
+QUESTION_STARTS = frozenset({'how', 'what', 'which', 'why', 'where', 'when', 'who', 'whom', 'whose',
+                             'did', 'does', 'do', 'is',
                              'are', 'was', 'were', 'can', 'could'})
 SHAPES = ('coordinated', 'separate', 'distributive', 'compare', 'clauses')
 
 @dataclass
 class Decomposition:
-    "A question about several papers: each paper's description, the shared ask, one sub-question per paper."
+    """A question about several papers: each paper's description, the shared ask, one
+    sub-question per paper."""
     question: str
-    parts: list            # what names each paper, as written in the question (a description, or a whole clause)
-    ask: str               # the question with the descriptions replaced by '…' (the question itself for clauses)
+    # what names each paper, as written in the question (a description, or a whole clause)
+    parts: list
+    ask: str  # the question with the descriptions replaced by '…' (the question itself for clauses)
     sub_questions: list    # one per part: the question about that paper alone
-    passage_queries: list  # one per part: what ranks passages inside the chosen paper (the ask without any description)
+    # one per part: what ranks passages inside the chosen paper (the ask without any description)
+    passage_queries: list
     shape: str = 'coordinated'   # one of SHAPES: which rule found it
 
 def _ends_description(t) -> bool:
-    "A token a right-hand description stops before: a clause's verb, a cue word, a wh-word or a punctuation mark."
+    """A token a right-hand description stops before: a clause's verb, a cue word, a wh-word or a
+    punctuation mark."""
     if t.lower_ in PAPER_WORDS: return False
     if t.is_punct and t.text not in "-–'’+": return True
     if t.lower_ in CUE_WORDS or t.tag_ in ('WDT', 'WP', 'WRB'): return True
@@ -47,13 +55,17 @@ def _ends_description(t) -> bool:
 def _right_end(toks, j: int) -> int:
     "Where the description starting at token j ends (exclusive)."
     end = j + 1
-    while end < len(toks) and not _ends_description(toks[end]) and toks[end].lower_ != 'and': end += 1
-    for m in range(j + 1, end - 1):            # "the X paper deal with …": the description ends at its paper word
-        if toks[m].lower_ in PAPER_WORDS and toks[m + 1].lower_ not in PREPOSITIONS | PAPER_WORDS: return m + 1
+    while end < len(toks) and not _ends_description(toks[end]) and toks[end].lower_ != 'and':
+        end += 1
+    # "the X paper deal with …": the description ends at its paper word
+    for m in range(j + 1, end - 1):
+        if toks[m].lower_ in PAPER_WORDS and toks[m + 1].lower_ not in PREPOSITIONS | PAPER_WORDS:
+            return m + 1
     return end
 
 def _tidy(text: str) -> str:
-    "Spaces collapsed, a space before punctuation removed, the distributive words that only fit several papers dropped."
+    """Spaces collapsed, a space before punctuation removed, the distributive words that only fit
+    several papers dropped."""
     words = [w for w in text.split() if w.lower() not in ('each', 'both', 'respectively')]
     return re.sub(r'\s+([?.,;:])', r'\1', ' '.join(words)).strip()
 
@@ -73,19 +85,24 @@ def _coordinated(doc, toks):
         if not before: continue
         left, right = doc[before[0] + bool(prep):i], doc[j:end]
         if len(left) < 2 or len(right) < 2 or any(_ends_description(x) for x in left): continue
-        if prep or ({x.lower_ for x in left} | {x.lower_ for x in right}) & PAPER_WORDS or cued: return left, right
+        if prep or ({x.lower_ for x in left} | {x.lower_ for x in right}) & PAPER_WORDS or cued:
+            return left, right
     return None
 
 def _distributive(doc, toks):
-    "(left, right) of 'both X and Y' / 'each of X and Y', where X and Y need no determiner, or None."
+    """(left, right) of 'both X and Y' / 'each of X and Y', where X and Y need no determiner, or
+    None."""
     for b, t in enumerate(toks[:-2]):
-        start = b + 1 if t.lower_ == 'both' else b + 2 if t.lower_ == 'each' and toks[b + 1].lower_ == 'of' else None
+        start = (b + 1 if t.lower_ == 'both' else b + 2 if t.lower_ == 'each'
+                 and toks[b + 1].lower_ == 'of' else None)
         if start is None: continue
         i = next((m for m in range(start + 1, len(toks)) if toks[m].lower_ == 'and'), None)
         if i is None or i + 1 >= len(toks): continue
         left, right = doc[start:i], doc[i + 1:_right_end(toks, i + 1)]
-        if toks[i + 1].lower_ in QUESTION_STARTS: continue               # "both authors … and which grant": two asks, not two papers
-        if len(left) and len(right) and not any(x.is_punct and x.text not in "-–'’+" for x in left): return left, right
+        # "both authors … and which grant": two asks, not two papers
+        if toks[i + 1].lower_ in QUESTION_STARTS: continue
+        if len(left) and len(right) and not any(x.is_punct and x.text not in "-–'’+" for x in left):
+            return left, right
     return None
 
 def _separate(doc, toks):
@@ -100,14 +117,23 @@ def _separate(doc, toks):
     a, b = found[0], found[1]
     return (a, b) if any(x.lower_ == 'and' for x in toks[a.end:b.start]) else None
 
-_COMPARE = re.compile(r'^\s*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:with|to|and)\s+(?P<b>(?:the|those|that|what|how|its|their)\b.+?)[.?]?\s*$', re.I)
-_DIFFER = re.compile(r'^\s*(?:how|in what way|where)\s+(?:does|do|did)\s+(?P<a>.+?)\s+differ\s+from\s+(?P<b>.+?)[.?]?\s*$', re.I)
+_COMPARE = re.compile(
+    r'^\s*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:with|to|and)\s+(?P<b>(?:the|those|that|what|how|its|their)\b.+?)[.?]?\s*$',
+    re.I,
+)
+_DIFFER = re.compile(
+    r'^\s*(?:how|in what '
+    r'way|where)\s+(?:does|do|did)\s+(?P<a>.+?)\s+differ\s+from\s+(?P<b>.+?)[.?]?\s*$',
+    re.I,
+)
 
-BACK_REFERENCES = frozenset({'it', 'its', 'they', 'them', 'their', 'theirs', 'this', 'that', 'these', 'those', 'he', 'she', 'his',
+BACK_REFERENCES = frozenset({'it', 'its', 'they', 'them', 'their', 'theirs', 'this', 'that',
+                             'these', 'those', 'he', 'she', 'his',
                              'her', 'there', 'then', 'such', 'same', 'former', 'latter', 'instead'})
 
 def _stands_alone(span) -> bool:
-    "A clause that can be asked on its own: no word pointing back at the other clause, and at least three content words."
+    """A clause that can be asked on its own: no word pointing back at the other clause, and at
+    least three content words."""
     if any(t.lower_ in BACK_REFERENCES for t in span[1:]): return False
     return sum(t.is_alpha and not t.is_stop for t in span) >= 3
 
@@ -121,11 +147,14 @@ def _clauses(doc, toks):
 
 # %% ../../nbs/02p_two_paper.ipynb #3b09489e
 MAX_QUESTION_CHARS = 1000
-_MAY_SPLIT = re.compile(r'\band\b|^\s*(?:compare|contrast)\b|\bdiffer', re.I)   # every rule needs one: no parse without
-UNREAD_PIPES = frozenset({'ner', 'entity_ruler', 'entity_linker', 'lemmatizer'})   # what no rule reads: entities, lemmas
+# every rule needs one: no parse without
+_MAY_SPLIT = re.compile(r'\band\b|^\s*(?:compare|contrast)\b|\bdiffer', re.I)
+# what no rule reads: entities, lemmas
+UNREAD_PIPES = frozenset({'ner', 'entity_ruler', 'entity_linker', 'lemmatizer'})
 
 def parse(text: str, nlp=None):
-    "`text` through the pipeline's components the rules read (tokens, tags, parts of speech, dependencies), the others skipped."
+    """`text` through the pipeline's components the rules read (tokens, tags, parts of speech,
+    dependencies), the others skipped."""
     nlp = nlp or load_spacy()
     doc = nlp.make_doc(text)
     for name, component in nlp.pipeline:
@@ -133,12 +162,15 @@ def parse(text: str, nlp=None):
     return doc
 
 def may_split(question: str) -> bool:
-    "Whether a rule could split `question` at all (a word 'and', compare/contrast, differ), read before any parse."
-    return len(question) <= MAX_QUESTION_CHARS and bool(_MAY_SPLIT.search(question))   # a pasted document: no
+    """Whether a rule could split `question` at all (a word 'and', compare/contrast, differ),
+    read before any parse."""
+    # a pasted document: no
+    return len(question) <= MAX_QUESTION_CHARS and bool(_MAY_SPLIT.search(question))
 
 def decompose(question: str, nlp=None) -> Decomposition | None:
-    "The question split into one sub-question per paper it asks about, or None when it asks about one (or none)."
-    if not may_split(question): return None               # not parsed at all: no pipeline is loaded for it
+    """The question split into one sub-question per paper it asks about, or None when it asks
+    about one (or none)."""
+    if not may_split(question): return None  # not parsed at all: no pipeline is loaded for it
     doc = parse(question, nlp)
     toks = list(doc)
     for shape, rule in (('coordinated', _coordinated), ('distributive', _distributive)):
@@ -146,17 +178,22 @@ def decompose(question: str, nlp=None) -> Decomposition | None:
         if hit:
             left, right = hit
             pre, post = question[:left.start_char], question[right.end_char:]
-            cut = doc[left.start - 1].lower_ in ('both', 'of') and pre.rstrip().lower().endswith(('both', 'each of'))
+            cut = (doc[left.start - 1].lower_ in ('both', 'of')
+                   and pre.rstrip().lower().endswith(('both', 'each of')))
             pre = re.sub(r'\b(?:both|each of)\s*$', '', pre, flags=re.I) if cut else pre
             ask = f'{pre}…{post}'
-            return Decomposition(question, [left.text, right.text], ask, [_tidy(f'{pre}{p.text}{post}') for p in (left, right)],
+            return Decomposition(question, [left.text, right.text], ask,
+                                 [_tidy(f'{pre}{p.text}{post}') for p in (left, right)],
                                  [_tidy(f'{pre}{post}')] * 2, shape)
     hit = _separate(doc, toks)
     if hit:
         a, b = hit
-        ask = question[:a.start_char] + '…' + question[a.end_char:b.start_char] + '…' + question[b.end_char:]
-        subs = [question[:b.start_char] + question[b.end_char:], question[:a.start_char] + question[a.end_char:]]
-        return Decomposition(question, [a.text, b.text], ask, [_tidy(s) for s in subs], [_tidy(ask.replace('…', ' '))] * 2, 'separate')
+        ask = (question[:a.start_char] + '…' + question[a.end_char:b.start_char] + '…'
+               + question[b.end_char:])
+        subs = [question[:b.start_char] + question[b.end_char:],
+                question[:a.start_char] + question[a.end_char:]]
+        return Decomposition(question, [a.text, b.text], ask, [_tidy(s) for s in subs],
+                             [_tidy(ask.replace('…', ' '))] * 2, 'separate')
     m = _COMPARE.match(question) or _DIFFER.match(question)
     if m:
         parts = [_tidy(m['a']), _tidy(m['b'])]
@@ -171,8 +208,10 @@ def decompose(question: str, nlp=None) -> Decomposition | None:
 PAPER_AGGREGATES = ('max', 'top3', 'rrf')
 
 def paper_ranking(hits, how: str = 'max') -> list:
-    "Paper ids of `hits` (best first), ranked by the best passage's score, the sum of the best three, or reciprocal ranks."
-    if how not in PAPER_AGGREGATES: raise ValueError(f'paper aggregate {how!r}: choose from {", ".join(PAPER_AGGREGATES)}')
+    """Paper ids of `hits` (best first), ranked by the best passage's score, the sum of the best
+    three, or reciprocal ranks."""
+    if how not in PAPER_AGGREGATES:
+        raise ValueError(f'paper aggregate {how!r}: choose from {", ".join(PAPER_AGGREGATES)}')
     scores, seen = {}, {}
     for r, h in enumerate(hits):
         p = h.chunk.paper_id
@@ -180,7 +219,8 @@ def paper_ranking(hits, how: str = 'max') -> list:
         if how == 'max': scores.setdefault(p, h.score)
         elif how == 'top3': scores[p] = scores.get(p, 0.0) + (h.score if seen[p] <= 3 else 0.0)
         else: scores[p] = scores.get(p, 0.0) + 1.0 / (61 + r)
-    return sorted(scores, key=lambda p: -scores[p])     # stable: ties keep the order of first appearance
+    # stable: ties keep the order of first appearance
+    return sorted(scores, key=lambda p: -scores[p])
 
 def budget_split(k: int, n: int) -> list[int]:
     "k places shared by n papers: shares that differ by at most one, the larger ones first."
@@ -189,8 +229,9 @@ def budget_split(k: int, n: int) -> list[int]:
 
 # %% ../../nbs/02p_two_paper.ipynb #39873640
 class PaperThenPassage(Retriever):
-    "Any first stage, made to answer several-paper questions paper by paper; other questions pass through unchanged."
-    def __init__(self, first,                 # anything with retrieve(question, k) returning Hits, best first
+    """Any first stage, made to answer several-paper questions paper by paper; other questions
+    pass through unchanged."""
+    def __init__(self, first,  # anything with retrieve(question, k) returning Hits, best first
                  depth: int = 100,            # passages read per sub-question to rank papers
                  passage_depth: int = 1000,   # passages read per sub-question to find the chosen paper's own
                  paper_query: str = 'sub',    # choose the paper from the 'sub'-question or the 'part' (description) alone
@@ -200,21 +241,38 @@ class PaperThenPassage(Retriever):
                  within: str = 'filter',      # 'filter' the first stage's top passage_depth, or 'score' only the paper's passages
                  nlp=None,
                  decomposer=None):            # question -> Decomposition or None (default: the rules, `decompose`); e.g. `LLMDecomposer`
-        if paper_query not in ('sub', 'part'): raise ValueError(f"paper_query {paper_query!r}: 'sub' or 'part'")
-        if how not in PAPER_AGGREGATES: raise ValueError(f'how {how!r}: choose from {", ".join(PAPER_AGGREGATES)}')
-        if passage_query not in ('ask', 'sub'): raise ValueError(f"passage_query {passage_query!r}: 'ask' or 'sub'")
-        if within not in ('filter', 'score'): raise ValueError(f"within {within!r}: 'filter' or 'score'")
+        if paper_query not in ('sub', 'part'):
+            raise ValueError(f"paper_query {paper_query!r}: 'sub' or 'part'")
+        if how not in PAPER_AGGREGATES:
+            raise ValueError(f'how {how!r}: choose from {", ".join(PAPER_AGGREGATES)}')
+        if passage_query not in ('ask', 'sub'):
+            raise ValueError(f"passage_query {passage_query!r}: 'ask' or 'sub'")
+        if within not in ('filter', 'score'):
+            raise ValueError(f"within {within!r}: 'filter' or 'score'")
         if within == 'score' and not hasattr(first, 'retrieve_within'):
-            raise ValueError(f"within='score' needs a first stage that ranks one paper's passages (retrieve_within); "
-                             f"{getattr(first, 'name', type(first).__name__)} has none: use within='filter'")
-        self.first, self.depth, self.passage_depth, self.paper_query, self.how, self.apart, self._nlp = \
-            first, int(depth), int(passage_depth), paper_query, how, int(apart), nlp
+            raise ValueError("within='score' needs a first stage that ranks one paper's passages "
+                             "(retrieve_within); "
+                             f"{getattr(first, 'name', type(first).__name__)} has none: use "
+                             "within='filter'")
+        (
+            self.first,
+            self.depth,
+            self.passage_depth,
+            self.paper_query,
+            self.how,
+            self.apart,
+            self._nlp,
+        ) = first, int(depth), int(passage_depth), paper_query, how, int(apart), nlp
         self.passage_query, self.within, self.decomposer = passage_query, within, decomposer
-        self.name = f"{getattr(first, 'name', 'retriever')}+papers"   # nothing of a question is kept on the object
-    def __repr__(self): return (f'PaperThenPassage({self.first!r}, depth={self.depth}, passage_depth={self.passage_depth}, '
-                                f'paper_query={self.paper_query!r}, how={self.how!r}, apart={self.apart}, '
+        # nothing of a question is kept on the object
+        self.name = f"{getattr(first, 'name', 'retriever')}+papers"
+    def __repr__(self): return (f'PaperThenPassage({self.first!r}, depth={self.depth}, '
+                                f'passage_depth={self.passage_depth}, '
+                                f'paper_query={self.paper_query!r}, how={self.how!r}, '
+                                f'apart={self.apart}, '
                                 f'passage_query={self.passage_query!r}, within={self.within!r}'
-                                + (f', decomposer={self.decomposer!r})' if self.decomposer is not None else ')'))
+                                + (f', decomposer={self.decomposer!r})'
+                                   if self.decomposer is not None else ')'))
 
     @property
     def nlp(self):
@@ -224,20 +282,28 @@ class PaperThenPassage(Retriever):
 # %% ../../nbs/02p_two_paper.ipynb #77040bc9
 @patch
 def _fetch(self: PaperThenPassage, kept: dict, text: str, n: int) -> list:
-    "The first stage's top n for `text`, read once per question (`kept` lives for one question's call)."
+    """The first stage's top n for `text`, read once per question (`kept` lives for one
+    question's call)."""
     if (text, n) not in kept: kept[(text, n)] = list(self.first.retrieve(text, n))
     return kept[(text, n)]
 
 @patch
-def choose_papers(self: PaperThenPassage, d: Decomposition, kept: dict | None = None) -> list | None:
-    "Each part's paper; None when a shape that does not name two papers (clauses, compare) lands twice on one paper."
+def choose_papers(self: PaperThenPassage, d: Decomposition,
+                  kept: dict | None = None) -> list | None:
+    """Each part's paper; None when a shape that does not name two papers (clauses, compare)
+    lands twice on one paper."""
     kept = {} if kept is None else kept
-    ranked = [paper_ranking(self._fetch(kept, part if self.paper_query == 'part' else sub, self.depth), self.how)
+    ranked = [paper_ranking(self
+                            ._fetch(kept, part if self.paper_query == 'part' else sub, self.depth),
+                            self.how)
               for part, sub in zip(d.parts, d.sub_questions)]
-    if d.shape in ('clauses', 'compare'):       # the parts name no paper: split only when they clearly point at two
+    # the parts name no paper: split only when they clearly point at two
+    if d.shape in ('clauses', 'compare'):
         tops = [r[0] if r else None for r in ranked]
-        apart = None not in tops and all(t not in r[:self.apart] for t in tops for r in ranked if r[0] != t)
-        if not apart or len(set(tops)) < len(tops): return None      # one paper after all: the question is asked whole
+        apart = (None not in tops
+                 and all(t not in r[:self.apart] for t in tops for r in ranked if r[0] != t))
+        # one paper after all: the question is asked whole
+        if not apart or len(set(tops)) < len(tops): return None
     chosen = []
     for r in ranked: chosen.append(next((p for p in r if p not in chosen), None))
     return chosen
@@ -245,11 +311,14 @@ def choose_papers(self: PaperThenPassage, d: Decomposition, kept: dict | None = 
 # %% ../../nbs/02p_two_paper.ipynb #28bf0c4d
 @patch
 def per_paper(self: PaperThenPassage, question: str, k: int = 5, kept: dict | None = None):
-    "(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none left) and its passages there."
+    """(Decomposition or None, [(paper id, its hits)]): each part's chosen paper (None: none
+    left) and its passages there."""
     if self.decomposer is not None: d = self.decomposer(question)
-    else: d = decompose(question, self.nlp) if may_split(question) else None     # the pipeline loads only when it may split
+    # the pipeline loads only when it may split
+    else: d = decompose(question, self.nlp) if may_split(question) else None
     kept = {} if kept is None else kept
-    if d is not None and hasattr(self.first, 'prime'):     # every query this question will ask, encoded in one batch
+    # every query this question will ask, encoded in one batch
+    if d is not None and hasattr(self.first, 'prime'):
         self.first.prime([*(d.parts if self.paper_query == 'part' else d.sub_questions),
                           *(d.passage_queries if self.passage_query == 'ask' else d.sub_questions)])
     papers = self.choose_papers(d, kept) if d is not None else None
@@ -258,27 +327,32 @@ def per_paper(self: PaperThenPassage, question: str, k: int = 5, kept: dict | No
     for paper, query, share in zip(papers, queries, budget_split(k, len(papers))):
         if not paper: own = []
         elif self.within == 'score': own = list(self.first.retrieve_within(query, paper, share))
-        else: own = [h for h in self._fetch(kept, query, self.passage_depth) if h.chunk.paper_id == paper]
+        else: own = [h for h in self._fetch(kept, query, self.passage_depth)
+                     if h.chunk.paper_id == paper]
         out.append((paper, own[:share]))
     return d, out
 
 # %% ../../nbs/02p_two_paper.ipynb #f337441c
 @dataclass
 class PaperSplit:
-    "What `PaperThenPassage.split` decided for one question: the decomposition (None: asked whole), papers, passages."
+    """What `PaperThenPassage.split` decided for one question: the decomposition (None: asked
+    whole), papers, passages."""
     decomposition: Decomposition | None
-    papers: list            # each part's chosen paper id, in the parts' order (None: no paper left for it)
-    hits: list              # the passages, each paper's best first (the first stage's own list when asked whole)
+    papers: list  # each part's chosen paper id, in the parts' order (None: no paper left for it)
+    # the passages, each paper's best first (the first stage's own list when asked whole)
+    hits: list
 
 @patch
 def split(self: PaperThenPassage, question: str, k: int = 5) -> PaperSplit:
-    "The question's passages paper by paper, with what chose them; a one-paper question is the first stage's top k."
+    """The question's passages paper by paper, with what chose them; a one-paper question is the
+    first stage's top k."""
     d, per = self.per_paper(question, k)
     if d is None: return PaperSplit(None, [], self.first.retrieve(question, k))
     lists = [hits for _, hits in per]
-    merged = [hits[row] for row in range(max(map(len, lists), default=0)) for hits in lists if row < len(hits)]
+    merged = [hits[row] for row in range(max(map(len, lists), default=0)) for hits in lists
+              if row < len(hits)]
     seen = {h.chunk.id for h in merged}
-    if len(merged) < k:                                     # a paper short of its share: the whole question's ranking fills in
+    if len(merged) < k:  # a paper short of its share: the whole question's ranking fills in
         for h in self.first.retrieve(question, 4 * k):
             if len(merged) >= k: break
             if h.chunk.id not in seen: merged.append(h); seen.add(h.chunk.id)
@@ -291,17 +365,25 @@ def retrieve(self: PaperThenPassage, question: str, k: int = 5) -> list[Hit]:
 
 # %% ../../nbs/02p_two_paper.ipynb #a1a5a7a4
 DECOMPOSE_SCHEMA = {'type': 'object', 'additionalProperties': False, 'required': ['papers'],
-                    'properties': {'papers': {'type': 'array', 'maxItems': 4, 'items': {'type': 'string', 'maxLength': 200}}}}
-DECOMPOSE_PROMPT = ('A question about scholarly papers may ask about one paper or about several different papers. List the '
-                    'description of every paper it asks about, copied exactly as written in the question (for example '
-                    '"the retrosynthesis benchmarking study"). If it asks about only one paper, or names none, reply with an '
-                    'empty list.\n\nQuestion: {question}')    # {question}: replaced, not str.format (the question may hold braces)
+                    'properties': {'papers': {'type': 'array', 'maxItems': 4,
+                                              'items': {'type': 'string', 'maxLength': 200}}}}
+DECOMPOSE_PROMPT = ('A question about scholarly papers may ask about one paper or about several '
+                    'different papers. List the '
+                    'description of every paper it asks about, copied exactly as written in the '
+                    'question (for example '
+                    '"the retrosynthesis benchmarking study"). If it asks about only one paper, or '
+                    'names none, reply with an '
+                    # {question}: replaced, not str.format (the question may hold braces)
+                    'empty list.\n\nQuestion: {question}')
 
 def _find(question: str, part: str):
-    "(start, end) of `part` in `question`, case and spacing aside, with the article before it; None when it is not there."
-    words = re.sub(r'^(?:the|a|an)\s+', '', re.sub(r'\s+', ' ', part.lower()).strip(' .,;:?!"\'')).split()
+    """(start, end) of `part` in `question`, case and spacing aside, with the article before it;
+    None when it is not there."""
+    words = re.sub(r'^(?:the|a|an)\s+', '',
+                   re.sub(r'\s+', ' ', part.lower()).strip(' .,;:?!"\'')).split()
     if not words: return None
-    m = re.search(r'(?:\b(?:the|a|an)\s+)?\b' + r'\s+'.join(map(re.escape, words)) + r'\b', question, flags=re.I)
+    m = re.search(r'(?:\b(?:the|a|an)\s+)?\b' + r'\s+'.join(map(re.escape, words)) + r'\b',
+                  question, flags=re.I)
     return m.span() if m else None
 
 def _without(text: str, spans) -> str:
@@ -311,12 +393,15 @@ def _without(text: str, spans) -> str:
     return _tidy(''.join(out) + text[at:])
 
 class LLMDecomposer:
-    "A question's paper descriptions found by a language model (`Backend.json`), grounded in the question; the rules' `Decomposition` out."
-    def __init__(self, backend,               # anything with json(messages, schema[, params]) -> (value, completion)
+    """A question's paper descriptions found by a language model (`Backend.json`), grounded in
+    the question; the rules' `Decomposition` out."""
+    def __init__(self,
+                 backend,  # anything with json(messages, schema[, params]) -> (value, completion)
                  errors: tuple = (),          # exceptions meaning "no usable reply" (e.g. generate's JSONOutputError): no split
-                 params=None,                 # the backend's generation parameters (its defaults when None)
+                 params=None,  # the backend's generation parameters (its defaults when None)
                  prompt: str = DECOMPOSE_PROMPT):   # the instruction, with {question} where the question goes
-        if '{question}' not in prompt: raise ValueError('LLMDecomposer: the prompt has no {question} placeholder')
+        if '{question}' not in prompt:
+            raise ValueError('LLMDecomposer: the prompt has no {question} placeholder')
         self.backend, self.errors, self.params, self.prompt = backend, tuple(errors), params, prompt
         self.counts = {'split': 0, 'one paper': 0, 'ungrounded': 0, 'no reply': 0, 'not asked': 0}
         self.last_reply = None                # the model's last valid reply, as it gave it
@@ -325,18 +410,24 @@ class LLMDecomposer:
     def __call__(self, question: str) -> Decomposition | None:
         self.last_reply = None
         if len(question) > MAX_QUESTION_CHARS: self.counts['not asked'] += 1; return None
-        args = (self.prompt.replace('{question}', question), DECOMPOSE_SCHEMA) + (() if self.params is None else (self.params,))
+        args = ((self.prompt.replace('{question}', question), DECOMPOSE_SCHEMA)
+                + (() if self.params is None else (self.params,)))
         try: self.last_reply, _ = self.backend.json(*args)
         except self.errors: self.counts['no reply'] += 1; return None
         spans = []
         for text in self.last_reply['papers']:
             span = _find(question, text)
-            if span is None: self.counts['ungrounded'] += 1; return None        # a paraphrased or invented paper: not followed
-            if not any(a < span[1] and span[0] < b for a, b in spans): spans.append(span)   # the same paper twice counts once
+            # a paraphrased or invented paper: not followed
+            if span is None: self.counts['ungrounded'] += 1; return None
+            # the same paper twice counts once
+            if not any(a < span[1] and span[0] < b for a, b in spans): spans.append(span)
         if len(spans) < 2: self.counts['one paper'] += 1; return None
         spans.sort()
         self.counts['split'] += 1
-        ask = ''.join(question[(spans[i - 1][1] if i else 0):a] + '…' for i, (a, _) in enumerate(spans)) + question[spans[-1][1]:]
+        ask = (''
+               .join(question[(spans[i - 1][1] if i else 0):a] + '…'
+                     for i, (a, _) in enumerate(spans)) + question[spans[-1][1]:])
         return Decomposition(question, [question[a:b] for a, b in spans], ask,
-                             [_without(question, [o for o in spans if o != s]) for s in spans],   # the others' descriptions cut
+                             # the others' descriptions cut
+                             [_without(question, [o for o in spans if o != s]) for s in spans],
                              [_without(question, spans)] * len(spans), 'llm')

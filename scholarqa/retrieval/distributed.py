@@ -16,54 +16,74 @@ __all__ = ['ChunkEncodeActor', 'RayEngine', 'shutdown_ray']
 
 # %% ../../nbs/02l_ray.ipynb #7a1e0007
 class ChunkEncodeActor:
-    "One actor of the pool: loads an encoder once, then turns batches of papers into chunks and their vectors."
-    def __init__(self, model: str, model_id: str,   # what to load, and the identity the index expects of it
+    """One actor of the pool: loads an encoder once, then turns batches of papers into chunks and
+    their vectors."""
+    def __init__(self, model: str,
+                 model_id: str,   # what to load, and the identity the index expects of it
                  max_seq_length: int, backend: str, chunker: str, chunker_opts: dict,
                  threads: int = 1,                   # intra-op threads of this actor's PyTorch
                  batch_size: int = 64):
         import torch
         torch.set_num_threads(threads)
-        self.enc = Encoder(model, max_seq_length=max_seq_length, backend=backend, batch_size=batch_size, progress=False)
+        self.enc = Encoder(model, max_seq_length=max_seq_length, backend=backend,
+                           batch_size=batch_size, progress=False)
         if self.enc.model_id != model_id:
-            raise ValueError(f'the Ray actor loaded {model!r} as {self.enc.model_id}, but the index was built with {model_id}: '
-                             'give the model as a name or folder every node resolves to the same weights')
+            raise ValueError(f'the Ray actor loaded {model!r} as {self.enc.model_id}, but the '
+                             f'index was built with {model_id}: '
+                             'give the model as a name or folder every node resolves to the same '
+                             'weights')
         self.chunker, self.opts = chunker, dict(chunker_opts)
-        if chunker == 'semantic': self.opts['embed'] = self.enc.encode      # semantic breakpoints need the same encoder
+        # semantic breakpoints need the same encoder
+        if chunker == 'semantic': self.opts['embed'] = self.enc.encode
 
     def __call__(self, batch: dict) -> dict:
         pos, seq, chunks = [], [], []
         for p, raw in zip(batch['pos'], batch['paper']):
-            for j, c in enumerate(chunk_paper(paper_from_dict(json.loads(raw)), self.chunker, self.enc.tokenizer, **self.opts)):
+            for j, c in enumerate(chunk_paper(paper_from_dict(json.loads(raw)), self.chunker,
+                                              self.enc.tokenizer, **self.opts)):
                 pos.append(int(p)); seq.append(j); chunks.append(c)
-        vecs = self.enc.encode([chunk_index_text(c) for c in chunks], use_cache=False) if chunks else np.zeros((0, self.enc.dim), np.float32)
+        vecs = (self.enc.encode([chunk_index_text(c) for c in chunks], use_cache=False) if chunks
+                else np.zeros((0, self.enc.dim), np.float32))
         return {'pos': np.asarray(pos, np.int64), 'seq': np.asarray(seq, np.int64),
-                'chunk': np.asarray([json.dumps(chunk_to_json(c), ensure_ascii=False) for c in chunks], dtype=object),
+                'chunk': np
+                .asarray([json.dumps(chunk_to_json(c), ensure_ascii=False) for c in chunks],
+                         dtype=object),
                 'vector': np.asarray(vecs, np.float32)}
 
 # %% ../../nbs/02l_ray.ipynb #7a1e0011
 class RayEngine:
-    "Chunk and encode papers on Ray: Ray Data's `map_batches` over an actor pool, each actor holding one encoder."
+    """Chunk and encode papers on Ray: Ray Data's `map_batches` over an actor pool, each actor
+    holding one encoder."""
     name = 'ray'
-    def __init__(self, address: str | None = None,  # a running cluster ('auto', 'ray://host:10001', 'host:6379'); None: start a local one
+    def __init__(self,
+                 address: str | None = None,  # a running cluster ('auto', 'ray://host:10001', 'host:6379'); None: start a local one
                  actors: int = 2,                     # size of the actor pool
                  papers_per_batch: int = 8,           # papers per call of an actor
                  threads_per_actor: int = 1,          # PyTorch threads inside each actor (and the CPUs it asks Ray for)
                  batch_size: int = 64,                # texts per forward pass inside an actor
                  num_cpus: int | None = None,         # local cluster only: CPUs it may use (None: every core)
                  progress: bool = False):
-        if actors < 1 or papers_per_batch < 1 or threads_per_actor < 1: raise ValueError('actors, papers_per_batch and threads_per_actor must be at least 1')
+        if actors < 1 or papers_per_batch < 1 or threads_per_actor < 1:
+            raise ValueError('actors, papers_per_batch and threads_per_actor must be at least 1')
         self.address, self.actors, self.papers_per_batch = address, actors, papers_per_batch
-        self.threads_per_actor, self.batch_size, self.num_cpus, self.progress = threads_per_actor, batch_size, num_cpus, progress
+        self.threads_per_actor, self.batch_size, self.num_cpus, self.progress = (threads_per_actor,
+                                                                                 batch_size,
+                                                                                 num_cpus, progress)
         self.last_run: dict = {}
 
-    def __repr__(self): return f'RayEngine(address={self.address or "local"}, actors={self.actors}, threads_per_actor={self.threads_per_actor})'
+    def __repr__(self):
+        return f'RayEngine(address={self.address or "local"}, actors={self.actors}, threads_per_actor={self.threads_per_actor})'
 
     def connect(self):
-        "The `ray` module, connected: to `address`, or to a local cluster started here (once per process)."
+        """The `ray` module, connected: to `address`, or to a local cluster started here (once
+        per process)."""
         import ray
         if not ray.is_initialized():
-            quiet = dict(include_dashboard=False, log_to_driver=self.progress, configure_logging=True, logging_level=logging.WARNING)
-            if self.address: ray.init(address=self.address, **{k: v for k, v in quiet.items() if k != 'include_dashboard'})
+            quiet = dict(include_dashboard=False, log_to_driver=self.progress,
+                         configure_logging=True, logging_level=logging.WARNING)
+            if self.address: ray.init(address=self.address,
+                                      **{k: v for k, v in quiet.items()
+                                         if k != 'include_dashboard'})
             else: ray.init(num_cpus=self.num_cpus or os.cpu_count(), **quiet)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = self.progress
@@ -75,31 +95,42 @@ class RayEngine:
 from fastcore.basics import patch
 
 @patch
-def chunk_encode(self: RayEngine, papers, chunker: str, chunker_opts: dict, encoder: Encoder) -> tuple[list, np.ndarray]:
-    "Chunks of `papers` in corpus order (as `chunk_corpus`) and their vectors (n_chunks, dim), computed on Ray."
+def chunk_encode(self: RayEngine, papers, chunker: str, chunker_opts: dict,
+                 encoder: Encoder) -> tuple[list, np.ndarray]:
+    """Chunks of `papers` in corpus order (as `chunk_corpus`) and their vectors (n_chunks, dim),
+    computed on Ray."""
     papers = list(papers)
     if not papers: return [], np.zeros((0, encoder.dim), np.float32)
     t0 = time.perf_counter()
     ray = self.connect()
     opts = {k: v for k, v in chunker_opts.items() if not callable(v)}
-    items = [{'pos': i, 'paper': json.dumps(paper_to_dict(p), ensure_ascii=False)} for i, p in enumerate(papers)]
+    items = [{'pos': i, 'paper': json.dumps(paper_to_dict(p), ensure_ascii=False)}
+             for i, p in enumerate(papers)]
     ds = ray.data.from_items(items).map_batches(
         ChunkEncodeActor, batch_size=self.papers_per_batch, batch_format='numpy',
         compute=ray.data.ActorPoolStrategy(size=self.actors), num_cpus=self.threads_per_actor,
-        fn_constructor_kwargs=dict(model=encoder.name, model_id=encoder.model_id, max_seq_length=encoder.max_seq_length,
+        fn_constructor_kwargs=dict(model=encoder.name, model_id=encoder.model_id,
+                                   max_seq_length=encoder.max_seq_length,
                                    backend=encoder.backend, chunker=chunker, chunker_opts=opts,
                                    threads=self.threads_per_actor, batch_size=self.batch_size))
     pos, seq, raw, vecs = [], [], [], []
     for b in ds.iter_batches(batch_size=None, batch_format='numpy'):
-        pos.append(b['pos']); seq.append(b['seq']); raw.extend(b['chunk'].tolist()); vecs.append(np.asarray(b['vector'], np.float32).reshape(len(b['pos']), -1))
+        pos.append(b['pos'])
+        seq.append(b['seq'])
+        raw.extend(b['chunk'].tolist())
+        vecs.append(np.asarray(b['vector'], np.float32).reshape(len(b['pos']), -1))
     if not raw:
-        self.last_run = {'papers': len(papers), 'chunks': 0, 'seconds': round(time.perf_counter() - t0, 3), 'actors': self.actors}
+        self.last_run = {'papers': len(papers), 'chunks': 0,
+                         'seconds': round(time.perf_counter() - t0, 3), 'actors': self.actors}
         return [], np.zeros((0, encoder.dim), np.float32)
-    order = np.lexsort((np.concatenate(seq), np.concatenate(pos)))      # by paper position, then rank within the paper
+    # by paper position, then rank within the paper
+    order = np.lexsort((np.concatenate(seq), np.concatenate(pos)))
     V = np.concatenate(vecs)[order]
     chunks = [chunk_from_json(json.loads(raw[i])) for i in order]
-    self.last_run = {'papers': len(papers), 'chunks': len(chunks), 'seconds': round(time.perf_counter() - t0, 3),
-                     'actors': self.actors, 'threads_per_actor': self.threads_per_actor, 'papers_per_batch': self.papers_per_batch,
+    self.last_run = {'papers': len(papers), 'chunks': len(chunks),
+                     'seconds': round(time.perf_counter() - t0, 3),
+                     'actors': self.actors, 'threads_per_actor': self.threads_per_actor,
+                     'papers_per_batch': self.papers_per_batch,
                      'cluster': self.address or 'local'}
     return chunks, V
 

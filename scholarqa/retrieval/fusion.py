@@ -15,8 +15,10 @@ __all__ = ['reciprocal_rank_fusion', 'minmax', 'score_fusion', 'HybridRetriever'
 def _fuse_order(score: dict, best: dict) -> list[str]:
     return sorted(score, key=lambda c: (-round(score[c], 12), best[c], c))
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int = 60, weights: Sequence[float] | None = None) -> list[Hit]:
-    "Fuse ranked hit lists by Σ w/(k + rank); ties by best single rank, then chunk id. Hits carry retriever 'rrf'."
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int = 60,
+                           weights: Sequence[float] | None = None) -> list[Hit]:
+    """Fuse ranked hit lists by Σ w/(k + rank); ties by best single rank, then chunk id. Hits
+    carry retriever 'rrf'."""
     score, best, chunk = {}, {}, {}
     for r, hits in enumerate(rankings):
         w, seen = (1.0 if weights is None else float(weights[r])), set()
@@ -29,7 +31,8 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int = 60, weigh
     return [Hit(chunk[c], score[c], 'rrf') for c in _fuse_order(score, best)]
 
 def minmax(scores) -> np.ndarray:
-    "Scores scaled to [0, 1]: (s − min) / (max − min); a constant vector becomes all ones (every item ties for best)."
+    """Scores scaled to [0, 1]: (s − min) / (max − min); a constant vector becomes all ones
+    (every item ties for best)."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0: return scores
     lo, hi = scores.min(), scores.max()
@@ -44,8 +47,10 @@ def _fuse_normalise(scores: np.ndarray, norm: str) -> tuple[np.ndarray, float]:
         return z, float(z.min())
     raise ValueError(f'unknown norm {norm!r}: use minmax or zscore')
 
-def score_fusion(rankings: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None, norm: str = 'minmax') -> list[Hit]:
-    "Weighted sum of per-list normalised scores ('minmax' or 'zscore'); missing = the list's floor. Hits carry 'score'."
+def score_fusion(rankings: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None,
+                 norm: str = 'minmax') -> list[Hit]:
+    """Weighted sum of per-list normalised scores ('minmax' or 'zscore'); missing = the list's
+    floor. Hits carry 'score'."""
     weights = [1.0] * len(rankings) if weights is None else list(weights)
     per, floors, chunk, best = [], [], {}, {}
     for hits in rankings:
@@ -65,10 +70,19 @@ def score_fusion(rankings: Sequence[Sequence[Hit]], weights: Sequence[float] | N
 class HybridRetriever(Retriever):
     "Fuses several retrievers' top-`depth` lists with RRF or normalised score fusion."
     name = 'hybrid'
-    def __init__(self, retrievers: Sequence[Retriever], method: str = 'rrf', weights: Sequence[float] | None = None,
+    def __init__(self, retrievers: Sequence[Retriever], method: str = 'rrf',
+                 weights: Sequence[float] | None = None,
                  depth: int = 100, rrf_k: int = 60, norm: str = 'minmax'):
-        if method not in ('rrf', 'score'): raise ValueError(f'unknown fusion method {method!r}: use rrf or score')
-        self.retrievers, self.method, self.weights, self.depth, self.rrf_k, self.norm = list(retrievers), method, weights, depth, rrf_k, norm
+        if method not in ('rrf', 'score'):
+            raise ValueError(f'unknown fusion method {method!r}: use rrf or score')
+        self.retrievers, self.method, self.weights, self.depth, self.rrf_k, self.norm = (
+            list(retrievers),
+            method,
+            weights,
+            depth,
+            rrf_k,
+            norm,
+        )
 
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
         "Fused top-k."
@@ -79,7 +93,8 @@ class HybridRetriever(Retriever):
 
     @property
     def retrieve_within(self):
-        "(query, paper, k) -> the parts' rankings inside one paper, fused; AttributeError (`hasattr` False) when a part has none."
+        """(query, paper, k) -> the parts' rankings inside one paper, fused; AttributeError
+        (`hasattr` False) when a part has none."""
         parts = [r.retrieve_within for r in self.retrievers]
         def within(query: str, paper: str, k: int = 10) -> list[Hit]:
             lists = [f(query, paper, max(self.depth, k)) for f in parts]
@@ -89,17 +104,21 @@ class HybridRetriever(Retriever):
         return within
 
     def prime(self, queries) -> None:
-        "Let each part that can encode `queries` ahead of their retrievals in one batch (the dense channel's `prime`, 02d)."
+        """Let each part that can encode `queries` ahead of their retrievals in one batch (the
+        dense channel's `prime`, 02d)."""
         for r in self.retrievers:
             if hasattr(r, 'prime'): r.prime(queries)
 
 # %% ../../nbs/02c_fusion.ipynb #f7df5db1
-def fuse_runs(hit_runs: dict, names, method: str = 'rrf', weights=None, rrf_k: int = 60, norm: str = 'minmax',
+def fuse_runs(hit_runs: dict, names, method: str = 'rrf', weights=None, rrf_k: int = 60,
+              norm: str = 'minmax',
               k: int = 20) -> dict:
-    "Fuse stored per-query hit lists {name: {qid: [Hit]}} of the named retrievers ('rrf' or 'score') into {qid: ranked chunk ids}."
+    """Fuse stored per-query hit lists {name: {qid: [Hit]}} of the named retrievers ('rrf' or
+    'score') into {qid: ranked chunk ids}."""
     out = {}
     for q in hit_runs[names[0]]:
         lists = [hit_runs[n][q] for n in names]
-        fused = reciprocal_rank_fusion(lists, rrf_k, weights) if method == 'rrf' else score_fusion(lists, weights, norm)
+        fused = (reciprocal_rank_fusion(lists, rrf_k, weights) if method == 'rrf'
+                 else score_fusion(lists, weights, norm))
         out[q] = [h.chunk.id for h in fused[:k]]
     return out

@@ -8,7 +8,8 @@ import importlib.resources, json, re, tempfile, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from ..doc import LABEL_RE, atomic_write_json, blake2b_hex, parse_label, replace_dir, settled
+from ..doc import (
+    LABEL_RE, atomic_write_json, blake2b_hex, parse_label, replace_dir, settled)
 from ..measure import bootstrap_ci
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import bm25_tokenize
@@ -22,52 +23,63 @@ __all__ = ['LTR_DEPTH', 'LISTS_KEPT', 'SECTION_ROLES', 'ROLE_NAMES', 'LTR_TAIL',
            'shipped_ranker', 'RerankRefused', 'dev_gain_of', 'dev_rule', 'second_stage_for']
 
 # %% ../../nbs/02n_ltr.ipynb #f62996c1
-LTR_DEPTH = 100        # hits each channel lists per question: the hybrid's own depth (02g's STORE_HYBRID)
+LTR_DEPTH = 100  # hits each channel lists per question: the hybrid's own depth (02g's STORE_HYBRID)
 
-LISTS_KEPT = 8         # questions whose lists a Channels object keeps: a first stage and the second stage behind it ask the same one
+# questions whose lists a Channels object keeps: a first stage and the second stage behind it ask
+# the same one
+LISTS_KEPT = 8
 
 class Channels:
-    "The first-stage lists a candidate's features are read from: {name: retriever}, each asked for its top `depth`."
+    """The first-stage lists a candidate's features are read from: {name: retriever}, each asked
+    for its top `depth`."""
     def __init__(self, retrievers: dict, depth: int = LTR_DEPTH):
         self.retrievers, self.depth, self._kept = dict(retrievers), int(depth), {}
     def __repr__(self): return f"Channels({', '.join(self.retrievers)}, depth={self.depth})"
     def lists(self, query: str) -> dict:
-        "{channel: its top `depth` hits for `query`}; the last `LISTS_KEPT` questions' lists are kept and served again."
+        """{channel: its top `depth` hits for `query`}; the last `LISTS_KEPT` questions' lists
+        are kept and served again."""
         got = self._kept.get(query)
         if got is None:
-            got = self._kept[query] = {n: r.retrieve(query, self.depth) for n, r in self.retrievers.items()}
+            got = self._kept[query] = {n: r.retrieve(query, self.depth)
+                                       for n, r in self.retrievers.items()}
             while len(self._kept) > LISTS_KEPT: self._kept.pop(next(iter(self._kept)))
         return got
     def forget(self) -> None:
         "Drop the kept lists (after the index changed, or to time a cold question)."
         self._kept.clear()
     def fused(self, lists: dict, k: int) -> list:
-        "The channels' min–max score fusion, top k: the index's hybrid when the channels are BM25 and dense at depth 100."
+        """The channels' min–max score fusion, top k: the index's hybrid when the channels are
+        BM25 and dense at depth 100."""
         return score_fusion(list(lists.values()))[:k]
 
 class ChannelFusion(Retriever):
-    "The channels' fusion as a first stage: the index's hybrid, sharing its lists with a learned ranker behind it."
+    """The channels' fusion as a first stage: the index's hybrid, sharing its lists with a
+    learned ranker behind it."""
     name = 'hybrid'
     def __init__(self, channels: Channels): self.channels = channels
     def __repr__(self): return f'ChannelFusion({self.channels!r})'
-    def retrieve(self, query: str, k: int = 10) -> list: return self.channels.fused(self.channels.lists(query), k)
+    def retrieve(self, query: str, k: int = 10) -> list:
+        return self.channels.fused(self.channels.lists(query), k)
 
 def store_channels(store, names=('bm25', 'dense'), depth: int = LTR_DEPTH) -> Channels:
     "Channels over an index folder's own retrievers (02g's `IndexStore.retriever`)."
     return Channels({n: store.retriever(n) for n in names}, depth)
 
 def paper_sizes(chunks) -> dict:
-    "{paper id: paragraphs in it} (one past the last paragraph index any chunk of it covers): the scale of `para_pos`."
+    """{paper id: paragraphs in it} (one past the last paragraph index any chunk of it covers):
+    the scale of `para_pos`."""
     out = {}
     for c in chunks: out[c.paper_id] = max(out.get(c.paper_id, 0), c.paragraph_end + 1)
     return out
 
 # %% ../../nbs/02n_ltr.ipynb #f88a23c2
-SECTION_ROLES = (('introduction', r'introduc|overview|motivation'),
-                 ('related', r'related|background|prior work|preliminar|literature'),
-                 ('method', r'method|approach|model|framework|propos|algorithm|theor|formula|design|setup|data'),
-                 ('result', r'result|experiment|evaluat|analys|ablation|finding|performance|case stud'),
-                 ('conclusion', r'conclu|discussion|summary|future|limitation|outlook'))
+SECTION_ROLES = (
+    ('introduction', r'introduc|overview|motivation'),
+    ('related', r'related|background|prior work|preliminar|literature'),
+    ('method', r'method|approach|model|framework|propos|algorithm|theor|formula|design|setup|data'),
+    ('result', r'result|experiment|evaluat|analys|ablation|finding|performance|case stud'),
+    ('conclusion', r'conclu|discussion|summary|future|limitation|outlook'),
+)
 ROLE_NAMES = ('abstract',) + tuple(r for r, _ in SECTION_ROLES) + ('other',)
 
 def section_role(chunk: Chunk) -> str:
@@ -77,25 +89,31 @@ def section_role(chunk: Chunk) -> str:
     return next((role for role, pat in SECTION_ROLES if re.search(pat, title)), 'other')
 
 # %% ../../nbs/02n_ltr.ipynb #1c94988c
-LTR_TAIL = ('fused', 'q_cover', 'q_rare_cover', 'ent_cover', 'n_words', 'para_pos', *[f'role_{r}' for r in ROLE_NAMES],
+LTR_TAIL = ('fused', 'q_cover', 'q_rare_cover', 'ent_cover', 'n_words', 'para_pos',
+            *[f'role_{r}' for r in ROLE_NAMES],
             'paper_count', 'paper_best_rank', 'paper_share', 'nb_best', 'ce')
 
 def ltr_feature_names(channels=('bm25', 'dense')) -> list:
     "The feature columns, in model order, for these channel names."
-    return ['first_rank', 'first_norm', *[f'{n}{s}' for n in channels for s in ('', '_norm', '_rank')], *LTR_TAIL]
+    return ['first_rank', 'first_norm',
+            *[f'{n}{s}' for n in channels for s in ('', '_norm', '_rank')], *LTR_TAIL]
 
 _RARE_SHARE = 0.2      # a question word is rare when at most this share of the candidates holds it
 
 def name_terms(question: str) -> list:
-    "Words of the question that look like names or numbers: a capital letter past the first word, or a digit."
+    """Words of the question that look like names or numbers: a capital letter past the first
+    word, or a digit."""
     words = re.findall(r'\w[\w.\-]*\w|\w', question)
-    return sorted({w for i, w in enumerate(words) if any(ch.isdigit() for ch in w) or (i > 0 and any(ch.isupper() for ch in w))})
+    return sorted({w for i, w in enumerate(words) if any(ch.isdigit() for ch in w)
+                   or (i > 0 and any(ch.isupper() for ch in w))})
 
 # %% ../../nbs/02n_ltr.ipynb #7ff293f8
 def _channel_table(hits) -> tuple[dict, float]:
-    "({chunk id: (rank, score, min–max score)} of a channel's list, its floor score); a repeated chunk keeps its first place."
+    """({chunk id: (rank, score, min–max score)} of a channel's list, its floor score); a
+    repeated chunk keeps its first place."""
     norm, out = minmax([h.score for h in hits]), {}
-    for r, (h, v) in enumerate(zip(hits, norm), 1): out.setdefault(h.chunk.id, (r, float(h.score), float(v)))
+    for r, (h, v) in enumerate(zip(hits, norm), 1):
+        out.setdefault(h.chunk.id, (r, float(h.score), float(v)))
     return out, min((float(h.score) for h in hits), default=0.0)
 
 def _paper_columns(candidates, first_norm) -> dict:
@@ -106,18 +124,22 @@ def _paper_columns(candidates, first_norm) -> dict:
         count[p] = count.get(p, 0) + 1; best.setdefault(p, r); mass[p] = mass.get(p, 0.0) + float(v)
     total = sum(mass.values()) or 1.0
     ps = [h.chunk.paper_id for h in candidates]
-    return {'paper_count': [float(count[p]) for p in ps], 'paper_best_rank': [float(best[p]) for p in ps],
+    return {'paper_count': [float(count[p]) for p in ps],
+            'paper_best_rank': [float(best[p]) for p in ps],
             'paper_share': [mass[p] / total for p in ps]}
 
 # %% ../../nbs/02n_ltr.ipynb #cf6b9613
 def candidate_features(question: str,
-                       candidates,                   # the first stage's hits, best first (any method's ranking)
+                       candidates,  # the first stage's hits, best first (any method's ranking)
                        lists: dict,                  # {channel: hits}: `Channels.lists(question)`
                        sizes: dict | None = None,    # `paper_sizes` of the index; None: `para_pos` missing
-                       ce=None) -> pd.DataFrame:     # (n,) cross-encoder scores of the candidates; None: `ce` missing
-    "One row per candidate, the columns of `ltr_feature_names(lists)`: what the first stage and each channel say of it, what of the question it holds, where it sits, how its paper and neighbours fare."
+                       ce=None) -> pd.DataFrame:  # (n,) cross-encoder scores of the candidates; None: `ce` missing
+    """One row per candidate, the columns of `ltr_feature_names(lists)`: what the first stage and
+    each channel say of it, what of the question it holds, where it sits, how its paper and
+    neighbours fare."""
     candidates, n = list(candidates), len(candidates)
-    cols = {'first_rank': np.arange(1, n + 1, dtype=float), 'first_norm': minmax([h.score for h in candidates])}
+    cols = {'first_rank': np.arange(1, n + 1, dtype=float),
+            'first_norm': minmax([h.score for h in candidates])}
     fused, by_place = np.zeros(n), {}
     for name, hits in lists.items():
         table, floor = _channel_table(hits)
@@ -126,7 +148,7 @@ def candidate_features(question: str,
         cols[f'{name}_norm'] = np.array([g[2] if g else 0.0 for g in got])
         cols[f'{name}_rank'] = np.array([float(g[0]) if g else float(len(hits) + 1) for g in got])
         fused += cols[f'{name}_norm']
-        for h in hits:                                      # every listed paragraph's fused score, for the neighbours
+        for h in hits:  # every listed paragraph's fused score, for the neighbours
             key = (h.chunk.paper_id, h.chunk.paragraph_start)
             by_place[key] = by_place.get(key, 0.0) + table[h.chunk.id][2]
     cols['fused'] = fused
@@ -136,21 +158,25 @@ def candidate_features(question: str,
     names = name_terms(question)
     cols['q_cover'] = [len(q_terms & s) / len(q_terms) if q_terms else 0.0 for s in held]
     cols['q_rare_cover'] = [len(rare & s) / len(rare) if rare else np.nan for s in held]
-    cols['ent_cover'] = [sum(w in h.chunk.text for w in names) / len(names) if names else np.nan for h in candidates]
+    cols['ent_cover'] = [sum(w in h.chunk.text for w in names) / len(names) if names else np.nan
+                         for h in candidates]
     cols['n_words'] = [float(len(h.chunk.text.split())) for h in candidates]
-    cols['para_pos'] = [h.chunk.paragraph_start / sizes[h.chunk.paper_id] if sizes and sizes.get(h.chunk.paper_id) else np.nan
+    cols['para_pos'] = [h.chunk.paragraph_start / sizes[h.chunk.paper_id] if sizes
+                        and sizes.get(h.chunk.paper_id) else np.nan
                         for h in candidates]
     roles = [section_role(h.chunk) for h in candidates]
     for r in ROLE_NAMES: cols[f'role_{r}'] = [float(x == r) for x in roles]
     cols.update(_paper_columns(candidates, cols['first_norm']))
     cols['nb_best'] = [max(by_place.get((h.chunk.paper_id, h.chunk.paragraph_start - 1), 0.0),
-                           by_place.get((h.chunk.paper_id, h.chunk.paragraph_end + 1), 0.0)) for h in candidates]
+                           by_place.get((h.chunk.paper_id, h.chunk.paragraph_end + 1), 0.0))
+                       for h in candidates]
     cols['ce'] = np.asarray(ce, dtype=float) if ce is not None else np.full(n, np.nan)
     return pd.DataFrame(cols, columns=ltr_feature_names(list(lists)))
 
 # %% ../../nbs/02n_ltr.ipynb #7bd524ad
 def holds_gold(chunk: Chunk, gold: str) -> bool:
-    "Whether a chunk holds one gold entry: a paragraph label or id, or a paper id (any passage of the paper)."
+    """Whether a chunk holds one gold entry: a paragraph label or id, or a paper id (any passage
+    of the paper)."""
     if chunk.label == gold or chunk.paper_id == gold: return True
     if LABEL_RE.fullmatch(gold):
         pid, section, idx = parse_label(gold)
@@ -158,7 +184,8 @@ def holds_gold(chunk: Chunk, gold: str) -> bool:
     return any(i == gold or i.startswith(gold + '-S') for i in chunk.paragraph_ids or ())
 
 def gold_paper(gold: str) -> str:
-    "The paper a gold entry belongs to: the paper of a paragraph label or id, else the entry itself (a paper id)."
+    """The paper a gold entry belongs to: the paper of a paragraph label or id, else the entry
+    itself (a paper id)."""
     if LABEL_RE.fullmatch(gold): return parse_label(gold)[0]
     m = re.fullmatch(r'(.+?)-S[\d.]+-P\d+', gold)
     return m.group(1) if m else gold
@@ -170,31 +197,38 @@ def ltr_rows(questions,                   # [{'id', 'question', 'gold': [entries
              sizes: dict | None = None,   # `paper_sizes` of the index
              reranker=None,               # a 02j `Reranker`: its score becomes the `ce` feature
              progress: bool = False) -> pd.DataFrame:
-    "Candidate rows of every question: qid, chunk_id, paper_id, label, holds (the gold entries it holds, by position), n_gold, and the features."
+    """Candidate rows of every question: qid, chunk_id, paper_id, label, holds (the gold entries
+    it holds, by position), n_gold, and the features."""
     from scholarqa.doc import progress as show_progress
     frames = []
     for q in show_progress(list(questions), desc='candidates', enabled=progress):
         lists = channels.lists(q['question'])
-        cand = channels.fused(lists, n) if first_stage is None else list(first_stage.retrieve(q['question'], n))[:n]
+        cand = (channels.fused(lists, n) if first_stage is None
+                else list(first_stage.retrieve(q['question'], n))[:n])
         if not cand: continue
-        ce = reranker.scores(q['question'], [chunk_index_text(h.chunk) for h in cand]) if reranker is not None else None
+        ce = (reranker.scores(q['question'], [chunk_index_text(h.chunk) for h in cand])
+              if reranker is not None else None)
         f = candidate_features(q['question'], cand, lists, sizes, ce)
         gold = list(q.get('gold') or [])
         holds = [tuple(i for i, g in enumerate(gold) if holds_gold(h.chunk, g)) for h in cand]
         f.insert(0, 'qid', str(q['id'])); f.insert(1, 'chunk_id', [h.chunk.id for h in cand])
         f.insert(2, 'paper_id', [h.chunk.paper_id for h in cand])
-        f.insert(3, 'label', [int(bool(x)) for x in holds]); f.insert(4, 'holds', holds); f.insert(5, 'n_gold', len(gold))
+        f.insert(3, 'label', [int(bool(x)) for x in holds])
+        f.insert(4, 'holds', holds)
+        f.insert(5, 'n_gold', len(gold))
         frames.append(f)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 # %% ../../nbs/02n_ltr.ipynb #8830c0a9
 def paper_folds(questions, n_folds: int = 5, seed: int = 0) -> dict:
-    "{question id: fold}: questions sharing a gold paper (directly or through a chain) are in one fold, folds balanced by size."
+    """{question id: fold}: questions sharing a gold paper (directly or through a chain) are in
+    one fold, folds balanced by size."""
     parent = {}
     def find(x):
         while parent.setdefault(x, x) != x: parent[x] = parent[parent[x]]; x = parent[x]
         return x
-    papers = {str(q['id']): sorted({gold_paper(g) for g in q.get('gold') or []}) or [f"question:{q['id']}"] for q in questions}
+    papers = {str(q['id']): sorted({gold_paper(g) for g in q.get('gold') or []})
+              or [f"question:{q['id']}"] for q in questions}
     for ps in papers.values():
         for p in ps[1:]: parent[find(p)] = find(ps[0])
     groups = {}
@@ -208,8 +242,10 @@ def paper_folds(questions, n_folds: int = 5, seed: int = 0) -> dict:
     return out
 
 # %% ../../nbs/02n_ltr.ipynb #47d41c24
-LTR_PARAMS = dict(objective='lambdarank', n_estimators=200, learning_rate=0.05, num_leaves=15, min_child_samples=20,
-                  reg_lambda=1.0, lambdarank_truncation_level=20, deterministic=True, force_row_wise=True, n_jobs=1,
+LTR_PARAMS = dict(objective='lambdarank', n_estimators=200, learning_rate=0.05, num_leaves=15,
+                  min_child_samples=20,
+                  reg_lambda=1.0, lambdarank_truncation_level=20, deterministic=True,
+                  force_row_wise=True, n_jobs=1,
                   verbose=-1)
 
 def fit_ranker(rows: pd.DataFrame, features, params: dict | None = None, seed: int = 0):
@@ -221,22 +257,29 @@ def fit_ranker(rows: pd.DataFrame, features, params: dict | None = None, seed: i
     model.fit(rows[list(features)], rows['label'], group=groups)
     return model
 
-def cross_validate(rows: pd.DataFrame, features, folds: dict, params: dict | None = None, seed: int = 0) -> pd.Series:
-    "Out-of-fold scores of every row: the rows of each fold scored by a model fit on the other folds only."
+def cross_validate(rows: pd.DataFrame, features, folds: dict, params: dict | None = None,
+                   seed: int = 0) -> pd.Series:
+    """Out-of-fold scores of every row: the rows of each fold scored by a model fit on the other
+    folds only."""
     fold = rows['qid'].map(folds)
-    if fold.isna().any(): raise ValueError(f"questions without a fold: {sorted(set(rows.loc[fold.isna(), 'qid']))[:5]}")
+    if fold.isna().any():
+        raise ValueError("questions without a fold: "
+                         f"{sorted(set(rows.loc[fold.isna(), 'qid']))[:5]}")
     out = pd.Series(np.nan, index=rows.index)
     for f in sorted(fold.unique()):
         test = fold == f
         if test.all(): raise ValueError('one fold holds every question: nothing to train on')
-        out[test] = fit_ranker(rows[~test], features, params, seed).predict(rows.loc[test, list(features)])
+        out[test] = fit_ranker(rows[~test], features, params,
+                               seed).predict(rows.loc[test, list(features)])
     return out
 
 def recall_at(rows: pd.DataFrame, score: str | None = None, k: int = 5) -> pd.Series:
-    "Per question: the share of its gold entries held by its top k candidates, ordered by `score` (None: the first stage's order)."
+    """Per question: the share of its gold entries held by its top k candidates, ordered by
+    `score` (None: the first stage's order)."""
     out = {}
     for qid, g in rows.groupby('qid', sort=False):
-        g = g.sort_values('first_rank') if score is None else g.sort_values([score, 'first_rank'], ascending=[False, True], kind='stable')
+        g = (g.sort_values('first_rank') if score is None
+             else g.sort_values([score, 'first_rank'], ascending=[False, True], kind='stable'))
         found = {i for t in g['holds'].iloc[:k] for i in t}
         out[qid] = len(found) / g['n_gold'].iloc[0] if g['n_gold'].iloc[0] else np.nan
     return pd.Series(out, name=f'recall_at_{k}')
@@ -245,20 +288,26 @@ def recall_at(rows: pd.DataFrame, score: str | None = None, k: int = 5) -> pd.Se
 LTR_RECORD, LTR_MODEL = 'ltr.json', 'ltr_model.txt'
 
 def learn_ranker(store,                        # the index (02g's IndexStore) the questions are asked of; None when `rows` are given
-                 questions,                    # dev questions: [{'id', 'question', 'gold': [entries]}]
+                 questions,  # dev questions: [{'id', 'question', 'gold': [entries]}]
                  out_dir,                      # the model folder to write
                  first_stage=None,             # None: the index's hybrid; else anything with retrieve(question, n)
                  first_stage_name: str = 'hybrid',
                  n: int = 50, n_folds: int = 5, channels=('bm25', 'dense'), depth: int = LTR_DEPTH,
                  params: dict | None = None, seed: int = 0, progress: bool = False,
-                 rows: pd.DataFrame | None = None) -> dict:   # candidate rows of `questions` made already (`ltr_rows`)
-    "Fit a learned ranker on dev questions: its dev gain from by-paper cross-validation, then a model on every question, written with that gain in its record."
+                 rows: pd
+                 .DataFrame | None = None) -> dict:  # candidate rows of `questions` made already (`ltr_rows`)
+    """Fit a learned ranker on dev questions: its dev gain from by-paper cross-validation, then a
+    model on every question, written with that gain in its record."""
     questions = [q for q in questions if q.get('gold')]
-    if len(questions) < n_folds: raise ValueError(f'{len(questions)} questions with gold: at least {n_folds} are needed for {n_folds} folds')
+    if len(questions) < n_folds:
+        raise ValueError(f'{len(questions)} questions with gold: at least {n_folds} are needed for '
+                         f'{n_folds} folds')
     t0 = time.perf_counter()
-    if rows is None:                                   # candidate rows given (an experiment pooling several indexes) skip this
-        rows = ltr_rows(questions, store_channels(store, channels, depth), first_stage, n, paper_sizes(store.chunks), progress=progress)
-    if rows.empty or not rows['label'].any(): raise ValueError('no candidate holds a gold entry: nothing to learn from')
+    if rows is None:  # candidate rows given (an experiment pooling several indexes) skip this
+        rows = ltr_rows(questions, store_channels(store, channels, depth), first_stage, n,
+                        paper_sizes(store.chunks), progress=progress)
+    if rows.empty or not rows['label'].any():
+        raise ValueError('no candidate holds a gold entry: nothing to learn from')
     features = [f for f in ltr_feature_names(channels) if rows[f].notna().any()]
     t1 = time.perf_counter()
     folds = paper_folds(questions, n_folds, seed)
@@ -266,14 +315,19 @@ def learn_ranker(store,                        # the index (02g's IndexStore) th
     base, ranked = recall_at(rows), recall_at(rows, 'cv')
     t2 = time.perf_counter()
     model = fit_ranker(rows, features, params, seed)
-    record = {'kind': 'ltr', 'first_stage': first_stage_name, 'channels': list(channels), 'depth': depth, 'n': n,
+    record = {'kind': 'ltr', 'first_stage': first_stage_name, 'channels': list(channels),
+              'depth': depth, 'n': n,
               'features': features, 'params': {**LTR_PARAMS, **(params or {})}, 'seed': seed,
               'dev': {'questions': int(len(base)), 'folds': n_folds, 'split': 'by paper',
-                      'first_stage_recall_at_5': round(float(base.mean()), 4), 'ranker_recall_at_5': round(float(ranked.mean()), 4),
+                      'first_stage_recall_at_5': round(float(base.mean()), 4),
+                      'ranker_recall_at_5': round(float(ranked.mean()), 4),
                       'gain': round(float(ranked.mean() - base.mean()), 4),
-                      'gain_ci': [round(float(x), 4) for x in bootstrap_ci(list(ranked - base), seed=seed)]},
-              'importance': {f: round(float(v), 3) for f, v in zip(features, model.booster_.feature_importance('gain'))},
-              'seconds': {'candidates': round(t1 - t0, 2), 'cross_validation': round(t2 - t1, 2), 'fit': round(time.perf_counter() - t2, 2)}}
+                      'gain_ci': [round(float(x), 4)
+                                  for x in bootstrap_ci(list(ranked - base), seed=seed)]},
+              'importance': {f: round(float(v), 3)
+                             for f, v in zip(features, model.booster_.feature_importance('gain'))},
+              'seconds': {'candidates': round(t1 - t0, 2), 'cross_validation': round(t2 - t1, 2),
+                          'fit': round(time.perf_counter() - t2, 2)}}
     out = Path(out_dir); out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f'.{out.name}.tmp-', dir=out.parent))
     model.booster_.save_model(str(tmp / LTR_MODEL))
@@ -283,17 +337,20 @@ def learn_ranker(store,                        # the index (02g's IndexStore) th
 
 # %% ../../nbs/02n_ltr.ipynb #c56996aa
 class LearnedRanker:
-    "A learned-to-rank second stage read from a folder `learn_ranker` wrote; `bind(store)` before `rerank`."
+    """A learned-to-rank second stage read from a folder `learn_ranker` wrote; `bind(store)`
+    before `rerank`."""
     kind = 'ltr'
     def __init__(self, folder):
         import lightgbm as lgb
         self.folder = settled(folder)
-        if not (self.folder / LTR_RECORD).exists(): raise FileNotFoundError(f'{folder}: no {LTR_RECORD} (not a learned ranker folder)')
+        if not (self.folder / LTR_RECORD).exists():
+            raise FileNotFoundError(f'{folder}: no {LTR_RECORD} (not a learned ranker folder)')
         self.record = json.loads((self.folder / LTR_RECORD).read_text(encoding='utf-8'))
         self.features = list(self.record['features'])
         self.booster = lgb.Booster(model_file=str(self.folder / LTR_MODEL))
         self.name, self.channels, self.sizes = f'ltr:{self.folder.name}', None, None
-    def __repr__(self): return f"LearnedRanker({self.folder}, dev gain {self.record['dev']['gain']:+.4f})"
+    def __repr__(self):
+        return f"LearnedRanker({self.folder}, dev gain {self.record['dev']['gain']:+.4f})"
 
     def bind(self, store) -> 'LearnedRanker':
         "Read the candidates' channels and paper sizes from this index."
@@ -302,16 +359,19 @@ class LearnedRanker:
         return self
 
     def share_first_stage(self, first):
-        "`first`, or — when it is the bound index's hybrid, the channels' own fusion — a `ChannelFusion` that shares their lists."
+        """`first`, or — when it is the bound index's hybrid, the channels' own fusion — a
+        `ChannelFusion` that shares their lists."""
         from scholarqa.retrieval.fusion import HybridRetriever
         ch = self.channels
-        same = (ch is not None and isinstance(first, HybridRetriever) and (first.method, first.norm, first.weights) == ('score', 'minmax', None)
+        same = (ch is not None and isinstance(first, HybridRetriever)
+                and (first.method, first.norm, first.weights) == ('score', 'minmax', None)
                 and first.depth == ch.depth and len(first.retrievers) == len(ch.retrievers)
                 and all(a is b for a, b in zip(first.retrievers, ch.retrievers.values())))
         return ChannelFusion(ch) if same else first
 
     def scores(self, query: str, texts):
-        raise TypeError('a learned ranker scores passages with their provenance: use rerank(query, hits), not scores(query, texts)')
+        raise TypeError('a learned ranker scores passages with their provenance: use rerank(query, '
+                        'hits), not scores(query, texts)')
 
     def rerank(self, query: str, hits, k: int | None = None) -> list:
         "The hits reordered by the model's score, best first, top k."
@@ -325,7 +385,8 @@ class LearnedRanker:
 
 # %% ../../nbs/02n_ltr.ipynb #7094cc5f
 def shipped_ranker(first_stage: str | None) -> Path | None:
-    "The learned ranker the package ships for a first stage (`scholarqa/data/ltr/<name>`), or None when it ships none."
+    """The learned ranker the package ships for a first stage (`scholarqa/data/ltr/<name>`), or
+    None when it ships none."""
     if not first_stage or not re.fullmatch(r'[a-z_]+', first_stage): return None
     folder = Path(str(importlib.resources.files('scholarqa'))) / 'data' / 'ltr' / first_stage
     return folder if (folder / LTR_RECORD).exists() else None
@@ -338,33 +399,45 @@ def dev_gain_of(record: dict) -> float | None:
     g = (record.get('dev') or {}).get('gain')
     return None if g is None else float(g)
 
-DEV_CHOICE = 'dev_choice.json'     # the experiment's verdict on a shipped model (tools/ship_ltr.py writes it)
+# the experiment's verdict on a shipped model (tools/ship_ltr.py writes it)
+DEV_CHOICE = 'dev_choice.json'
 
 def dev_rule(record: dict, folder=None) -> dict:
-    "{gain, ci, questions, passes}: the rule 02o applies (gain > 0, interval above 0), from the folder's verdict or record."
+    """{gain, ci, questions, passes}: the rule 02o applies (gain > 0, interval above 0), from the
+    folder's verdict or record."""
     choice = Path(folder) / DEV_CHOICE if folder is not None else None
-    dev = json.loads(choice.read_text(encoding='utf-8')) if choice is not None and choice.exists() else (record.get('dev') or {})
+    dev = (json.loads(choice.read_text(encoding='utf-8')) if choice is not None and choice.exists()
+           else (record.get('dev') or {}))
     gain, ci = dev.get('gain'), dev.get('gain_ci')
-    ci = None if ci is None else [float(x) + 0.0 for x in ci]          # + 0.0: a rounded -0.0 reads as 0.000
+    # + 0.0: a rounded -0.0 reads as 0.000
+    ci = None if ci is None else [float(x) + 0.0 for x in ci]
     passes = gain is not None and ci is not None and float(gain) > 0 and float(ci[0]) > 0
     return {'gain': gain, 'ci': ci, 'questions': dev.get('questions'), 'passes': passes}
 
 def second_stage_for(spec=None,                 # None / 'default' / a folder / a cross-encoder hub name, as `--rerank` takes
                      force: bool = False,       # use a stage whose dev gain is not positive (or unknown) anyway
                      first_stage: str | None = None,   # the first stage's name ('retrieve': the hybrid; a method): its shipped model
-                     **kw):                     # for 02j's `reranker_for` (a cross-encoder)
-    "The second stage `spec` names — a learned ranker or a cross-encoder — refused unless its record shows a positive dev gain."
+                     **kw):  # for 02j's `reranker_for` (a cross-encoder)
+    """The second stage `spec` names — a learned ranker or a cross-encoder — refused unless its
+    record shows a positive dev gain."""
     from scholarqa.retrieval.rerank import RERANK_RECORD, default_reranker_dir, reranker_for
-    folder = default_reranker_dir() if spec is None or str(spec) == 'default' else Path(str(spec)).expanduser()
-    if folder == default_reranker_dir() and not any((folder / r).exists() for r in (LTR_RECORD, RERANK_RECORD)):
-        folder = shipped_ranker(first_stage) or folder      # nothing trained here: the package's model for this first stage
+    folder = (default_reranker_dir() if spec is None or str(spec) == 'default'
+              else Path(str(spec)).expanduser())
+    if (folder == default_reranker_dir()
+        and not any((folder / r).exists() for r in (LTR_RECORD, RERANK_RECORD))):
+        # nothing trained here: the package's model for this first stage
+        folder = shipped_ranker(first_stage) or folder
     stage = LearnedRanker(folder) if (folder / LTR_RECORD).exists() else reranker_for(spec, **kw)
     rule = dev_rule(stage.record, folder if (folder / LTR_RECORD).exists() else None)
     if force or rule['passes']: return stage
     gain, ci, n = rule['gain'], rule['ci'], rule['questions']
-    said = f'its dev gain over the first stage is {gain:+.4f} gold recall@5 on {n} dev questions' if gain is not None else ''
-    why = ('its record carries no dev gain (it was trained, not measured against its first stage on dev questions)' if gain is None
+    said = (f'its dev gain over the first stage is {gain:+.4f} gold recall@5 on {n} dev questions'
+            if gain is not None else '')
+    why = ('its record carries no dev gain (it was trained, not measured against its first stage '
+           'on dev questions)' if gain is None
            else f'{said}, and its record carries no interval of it' if ci is None
-           else f'{said}, 95 % interval [{ci[0]:.3f}, {ci[1]:.3f}]: the rule needs a positive gain whose interval lies above 0')
-    raise RerankRefused(f'{spec or "default"}: not used: {why}; `scholarqa rerank learn` fits a learned ranker and measures '
+           else f'{said}, 95 % interval [{ci[0]:.3f}, {ci[1]:.3f}]: the rule needs a positive gain '
+                'whose interval lies above 0')
+    raise RerankRefused(f'{spec or "default"}: not used: {why}; `scholarqa rerank learn` fits a '
+                        'learned ranker and measures '
                         f'it, or pass --force to use this one anyway')

@@ -21,7 +21,8 @@ __all__ = ['PARITY_TEXTS', 'PARITY_MIN_COSINE', 'ONNX_BATCH', 'onnx_session', 'o
 PARITY_TEXTS = ('How do citation graphs help retrieval for scientific question answering?', 'BM25',
                 'Which sentence encoder was used, and how was it fine-tuned on the corpus?',
                 'graph neural networks over heterogeneous author, paper and venue nodes ' * 8)
-PARITY_MIN_COSINE = 0.9999   # below this the ONNX query vectors are not the PyTorch ones: no query encoder is written
+# below this the ONNX query vectors are not the PyTorch ones: no query encoder is written
+PARITY_MIN_COSINE = 0.9999
 
 def onnx_session(path, threads: int = QUERY_THREADS):
     "An ONNX Runtime CPU session on `threads` threads whose idle threads sleep instead of spinning."
@@ -32,19 +33,24 @@ def onnx_session(path, threads: int = QUERY_THREADS):
     return ort.InferenceSession(str(path), so, providers=['CPUExecutionProvider'])
 
 def onnx_feed(session, encodings) -> dict:
-    "The int64 inputs a session asks for (input_ids, attention_mask, token_type_ids) from `tokenizers` encodings."
-    feed = {'input_ids': [e.ids for e in encodings], 'attention_mask': [e.attention_mask for e in encodings],
+    """The int64 inputs a session asks for (input_ids, attention_mask, token_type_ids) from
+    `tokenizers` encodings."""
+    feed = {'input_ids': [e.ids for e in encodings],
+            'attention_mask': [e.attention_mask for e in encodings],
             'token_type_ids': [e.type_ids for e in encodings]}
     return {i.name: np.asarray(feed[i.name], np.int64) for i in session.get_inputs()}
 
 class OnnxQueryEncoder:
-    "Query-only sentence encoder from an exported folder (model.onnx, tokenizer.json, encoder.json); needs no PyTorch."
+    """Query-only sentence encoder from an exported folder (model.onnx, tokenizer.json,
+    encoder.json); needs no PyTorch."""
     def __init__(self, folder, threads: int = QUERY_THREADS,
                  cache_dir=None):          # an on-disk cache for texts encoded with use_cache=True (None: such texts are not kept)
         from tokenizers import Tokenizer
         self.folder = Path(folder)
         self.info = json.loads((self.folder / 'encoder.json').read_text(encoding='utf-8'))
-        self.model_id, self.dim, self.max_seq_length = self.info['model_id'], int(self.info['dim']), int(self.info['max_seq_length'])
+        self.model_id, self.dim, self.max_seq_length = (self.info['model_id'],
+                                                        int(self.info['dim']),
+                                                        int(self.info['max_seq_length']))
         self.name, self.backend = self.info.get('name', self.model_id), 'onnx-query'
         self.tok = Tokenizer.from_file(str(self.folder / 'tokenizer.json'))
         self.tok.enable_truncation(max_length=self.max_seq_length)
@@ -53,10 +59,12 @@ class OnnxQueryEncoder:
         self.cache = EmbeddingCache(cache_dir, self.dim) if cache_dir else None
         self.stats = {'encoded': 0, 'cached': 0, 'truncated': 0}
 
-    def __repr__(self): return f'OnnxQueryEncoder({self.model_id}, dim={self.dim}, folder={self.folder})'
+    def __repr__(self):
+        return f'OnnxQueryEncoder({self.model_id}, dim={self.dim}, folder={self.folder})'
 
     def encode(self, texts, use_cache: bool = False) -> np.ndarray:
-        "Vectors (n, dim) float32, unit length. Queries are one-off strings; texts that recur (a planner's prototypes) may ask for the cache."
+        """Vectors (n, dim) float32, unit length. Queries are one-off strings; texts that recur
+        (a planner's prototypes) may ask for the cache."""
         texts = list(texts)
         if not texts: return np.zeros((0, self.dim), np.float32)
         if use_cache and self.cache is not None:
@@ -65,32 +73,41 @@ class OnnxQueryEncoder:
             return self.cache.get(keys)
         v = self._run(texts)                                   # (n, dim)
         self.stats['encoded'] += len(texts)
-        return np.asarray(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12), np.float32)
+        return np.asarray(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12),
+                          np.float32)
 
     def _run(self, texts: list[str]) -> np.ndarray:
-        "Raw model outputs (n, dim): one batch, every text padded to the longest (made faster below)."
+        """Raw model outputs (n, dim): one batch, every text padded to the longest (made faster
+        below)."""
         return self.session.run(None, onnx_feed(self.session, self.tok.encode_batch(texts)))[0]
 
     def encode_chunks(self, chunks):
-        raise TypeError(f'{self!r} only encodes queries; chunks are encoded with the PyTorch Encoder that built the index')
+        raise TypeError(f'{self!r} only encodes queries; chunks are encoded with the PyTorch '
+                        'Encoder that built the index')
 
 # %% ../../nbs/02da_query_encoder.ipynb #88d24e83
 def export_query_encoder(encoder: Encoder, out_dir, texts=PARITY_TEXTS) -> dict:
-    "Write `encoder` as a PyTorch-free query encoder into `out_dir` (replaced atomically); returns its encoder.json."
+    """Write `encoder` as a PyTorch-free query encoder into `out_dir` (replaced atomically);
+    returns its encoder.json."""
     import shutil, tempfile
     out = Path(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix='.query_encoder-', dir=out.parent if out.parent.exists() else None))
+    tmp = Path(tempfile
+               .mkdtemp(prefix='.query_encoder-', dir=out.parent if out.parent.exists() else None))
     try:
         export_onnx(encoder.st, tmp / 'model.onnx')
         encoder.tokenizer.backend_tokenizer.save(str(tmp / 'tokenizer.json'))
-        info = {'model_id': encoder.model_id, 'name': encoder.name, 'dim': encoder.dim, 'max_seq_length': encoder.max_seq_length,
-                'pad_id': int(encoder.tokenizer.pad_token_id or 0), 'pad_token': encoder.tokenizer.pad_token or '[PAD]'}
+        info = {'model_id': encoder.model_id, 'name': encoder.name, 'dim': encoder.dim,
+                'max_seq_length': encoder.max_seq_length,
+                'pad_id': int(encoder.tokenizer.pad_token_id or 0),
+                'pad_token': encoder.tokenizer.pad_token or '[PAD]'}
         atomic_write_json(tmp / 'encoder.json', info)
-        a, b = encoder.encode(list(texts), use_cache=False), OnnxQueryEncoder(tmp).encode(list(texts))
+        a, b = (encoder.encode(list(texts), use_cache=False),
+                OnnxQueryEncoder(tmp).encode(list(texts)))
         info['parity'] = {'texts': len(texts), 'min_cosine': round(float((a * b).sum(1).min()), 7),
                           'max_abs_diff': float(np.abs(a - b).max())}
         if info['parity']['min_cosine'] < PARITY_MIN_COSINE:
-            raise ValueError(f"ONNX query vectors disagree with PyTorch (min cosine {info['parity']['min_cosine']}): not written")
+            raise ValueError("ONNX query vectors disagree with PyTorch (min cosine "
+                             f"{info['parity']['min_cosine']}): not written")
         atomic_write_json(tmp / 'encoder.json', info)
         if out.exists(): shutil.rmtree(out)
         os.replace(tmp, out)
@@ -99,23 +116,32 @@ def export_query_encoder(encoder: Encoder, out_dir, texts=PARITY_TEXTS) -> dict:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
 
 # %% ../../nbs/02da_query_encoder.ipynb #5c338e09
-ONNX_BATCH = 4      # texts per ONNX Runtime call: small, because one thread pays for every padded position
+# texts per ONNX Runtime call: small, because one thread pays for every padded position
+ONNX_BATCH = 4
 
 @patch
 def _run(self: OnnxQueryEncoder, texts: list[str]) -> np.ndarray:
-    "Raw model outputs (n, dim) of `texts`, in length-sorted batches of `ONNX_BATCH`, rows in the input order."
+    """Raw model outputs (n, dim) of `texts`, in length-sorted batches of `ONNX_BATCH`, rows in
+    the input order."""
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    parts = [self.session.run(None, onnx_feed(self.session, self.tok.encode_batch([texts[i] for i in ix])))[0]
+    parts = [self.session
+             .run(None, onnx_feed(self.session, self.tok.encode_batch([texts[i] for i in ix])))[0]
              for ix in (order[s:s + ONNX_BATCH] for s in range(0, len(texts), ONNX_BATCH))]
     return np.concatenate(parts)[np.argsort(order)]
 
 # %% ../../nbs/02da_query_encoder.ipynb #d919b64d
-def cached_query_encoder_dir(model=None) -> Path | None:   # a local model folder or hub name; None = the bundled MiniLM
-    "The machine's PyTorch-free export of `model` (`<cache>/query_encoders/<key>`), exported on first use; None if it cannot be."
+def cached_query_encoder_dir(model=None) -> Path | None:  # a local model folder or hub name; None = the bundled MiniLM
+    """The machine's PyTorch-free export of `model` (`<cache>/query_encoders/<key>`), exported on
+    first use; None if it cannot be."""
     name = str(settled(model) if model else default_embedding_model())
-    p = Path(name)                                # a folder is named by its files' names, sizes and times (hashing its weights is slow)
-    stamp = [(str(f.relative_to(p)), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.rglob('*')) if f.is_file()] if p.is_dir() else []
-    out = default_cache_dir() / 'query_encoders' / blake2b_hex(json.dumps([str(p.resolve()) if p.is_dir() else name, stamp]), 8)
+    # a folder is named by its files' names, sizes and times (hashing its weights is slow)
+    p = Path(name)
+    stamp = ([(str(f.relative_to(p)), f.stat().st_size, f.stat().st_mtime_ns)
+              for f in sorted(p.rglob('*')) if f.is_file()] if p.is_dir() else [])
+    out = (default_cache_dir() / 'query_encoders' / blake2b_hex(json
+                                                                .dumps([str(p.resolve())
+                                                                        if p.is_dir() else name,
+                                                                        stamp]), 8))
     ready = lambda: (out / 'encoder.json').is_file()
     if not ready() and onnx_available():
         from filelock import FileLock
@@ -123,13 +149,17 @@ def cached_query_encoder_dir(model=None) -> Path | None:   # a local model folde
         with FileLock(str(out) + '.lock'):
             try:
                 if not ready(): export_query_encoder(Encoder(name, progress=False), out)
-            except (ValueError, RuntimeError, OSError) as e:          # the export failed its parity check or could not be written
-                import warnings; warnings.warn(f'query encoder not exported ({e}); encoding queries with PyTorch')
+            # the export failed its parity check or could not be written
+            except (ValueError, RuntimeError, OSError) as e:
+                import warnings
+                warnings.warn(f'query encoder not exported ({e}); encoding queries with PyTorch')
     return out if ready() else None
 
-def cached_query_encoder(model=None):        # a local model folder or hub name; None = the bundled MiniLM
-    "A PyTorch-free query encoder of `model`, exported on first use into the machine's cache; the PyTorch `Encoder` without ONNX."
+def cached_query_encoder(model=None):  # a local model folder or hub name; None = the bundled MiniLM
+    """A PyTorch-free query encoder of `model`, exported on first use into the machine's cache;
+    the PyTorch `Encoder` without ONNX."""
     out = cached_query_encoder_dir(model)
-    if out is not None and importlib.util.find_spec('onnxruntime') is not None: return OnnxQueryEncoder(out, cache_dir=out / 'cache')
+    if out is not None and importlib.util.find_spec('onnxruntime') is not None:
+        return OnnxQueryEncoder(out, cache_dir=out / 'cache')
     return Encoder(str(settled(model) if model else default_embedding_model()), progress=False)
 

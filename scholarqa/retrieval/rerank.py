@@ -11,15 +11,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import (atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text,
+from ..doc import (atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs,
+                           normalise_text,
                            replace_dir, settled, split_sentences, writes)
 from ..doc import progress as show_progress
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import BM25Index
 from .chunk import chunk_corpus
-from .dense import (default_cache_dir, export_module_onnx, model_identity, quantize_onnx,
+from .dense import (default_cache_dir, export_module_onnx, model_identity,
+                                       quantize_onnx,
                                        quiet_model_loading, trainer_progress)
-from .query_encoder import onnx_feed, onnx_session   # the query encoder's session setting
+# the query encoder's session setting
+from .query_encoder import onnx_feed, onnx_session
 from .fusion import minmax
 
 # %% auto #0
@@ -39,38 +42,51 @@ class RerankExample:
     positive: str                 # passage text as the reranker sees it (`header: text`)
     negatives: list               # passage texts, hardest first: in-paper ones, then other papers'
     source: str                   # 'pubmedqa', 'qasper', 'narrativeqa', 'ict:unarxive', …
-    qid: str                      # question id within its source (pseudo-queries: 'ict-<paragraph id>')
+    qid: str  # question id within its source (pseudo-queries: 'ict-<paragraph id>')
     doc: str                      # the document the item belongs to (splits are made of these)
     in_paper: int = 0             # how many negatives come from the positive's own paper
-    other_negatives: list = field(default_factory=list)   # other papers' passages only, hardest first, as many as `negatives`
+    # other papers' passages only, hardest first, as many as `negatives`
+    other_negatives: list = field(default_factory=list)
 
 def without_in_paper(examples) -> list:
-    "The same examples with every negative from other papers (the ablation of in-paper negatives), mined in the same pass."
-    return [RerankExample(e.query, e.positive, e.other_negatives[:len(e.negatives)], e.source, e.qid, e.doc, 0, e.other_negatives)
+    """The same examples with every negative from other papers (the ablation of in-paper
+    negatives), mined in the same pass."""
+    return [RerankExample(e.query, e.positive, e.other_negatives[:len(e.negatives)], e.source,
+                          e.qid, e.doc, 0, e.other_negatives)
             for e in examples]
 
 class NegativeMiner:
-    "BM25 + MiniLM over a pool of chunks: the hardest non-answering chunks for a query, inside a paper and outside it."
-    def __init__(self, chunks, encoder,               # encoder: anything with `encode(texts)` -> (n, d) unit vectors
-                 vectors: np.ndarray | None = None):  # (n_chunks, d), row i = chunks[i]; None: encoded here
+    """BM25 + MiniLM over a pool of chunks: the hardest non-answering chunks for a query, inside
+    a paper and outside it."""
+    def __init__(self, chunks,
+                 encoder,  # encoder: anything with `encode(texts)` -> (n, d) unit vectors
+                 vectors: np
+                 .ndarray | None = None):  # (n_chunks, d), row i = chunks[i]; None: encoded here
         self.chunks = list(chunks)
         if not self.chunks: raise ValueError('NegativeMiner: no chunks to mine from')
         self.encoder, self.bm25 = encoder, BM25Index(self.chunks)
-        self.vectors = vectors if vectors is not None else encoder.encode([chunk_index_text(c) for c in self.chunks])
+        self.vectors = (vectors if vectors is not None
+                        else encoder.encode([chunk_index_text(c) for c in self.chunks]))
         self.row = {c.id: i for i, c in enumerate(self.chunks)}
         self.paper_rows = {}
         for i, c in enumerate(self.chunks): self.paper_rows.setdefault(c.paper_id, []).append(i)
-    def __repr__(self): return f'NegativeMiner({len(self.chunks)} chunks, {len(self.paper_rows)} papers)'
+    def __repr__(self):
+        return f'NegativeMiner({len(self.chunks)} chunks, {len(self.paper_rows)} papers)'
 
     def mine(self, query: str, positives, paper_id: str, n_in: int = 2, n_other: int = 2,
              qvec: np.ndarray | None = None) -> tuple[list, list]:
-        "(in-paper chunks, other-paper chunks): the best-scoring chunks that are not positives, hardest first."
+        """(in-paper chunks, other-paper chunks): the best-scoring chunks that are not positives,
+        hardest first."""
         qvec = self.encoder.encode([query])[0] if qvec is None else qvec
         s = minmax(self.bm25.scores(query)) + minmax(self.vectors @ qvec)            # (n_chunks,)
         pos = set(positives)
         pos_text = {normalise_text(self.chunks[self.row[p]].text) for p in pos if p in self.row}
-        ok = lambda i: self.chunks[i].id not in pos and normalise_text(self.chunks[i].text) not in pos_text
-        own = [i for i in sorted(self.paper_rows.get(paper_id, []), key=lambda i: -s[i]) if ok(i)][:n_in]
+        ok = (
+            lambda i: self.chunks[i].id not in pos
+            and normalise_text(self.chunks[i].text) not in pos_text
+        )
+        own = [i for i in sorted(self.paper_rows.get(paper_id, []), key=lambda i: -s[i])
+               if ok(i)][:n_in]
         other = []
         for i in np.argsort(-s, kind='stable'):
             if len(other) >= n_other: break
@@ -80,23 +96,32 @@ class NegativeMiner:
 # %% ../../nbs/02j_rerank.ipynb #b2536a3c
 def rerank_examples(items: list[dict],            # {'qid', 'query', 'positives': [chunk id], 'paper_id', 'doc'[, 'positive_text', 'mine_with']}
                     chunks, encoder, source: str,
-                    n_in: int = 2, n_other: int = 2,   # negatives mined inside the positive's paper / in other papers
+                    n_in: int = 2,
+                    n_other: int = 2,   # negatives mined inside the positive's paper / in other papers
                     seed: int = 0, vectors: np.ndarray | None = None,
                     progress: bool = False) -> tuple[list, dict]:
-    "(examples, counts) for items over a chunk pool; the positive is the first answering chunk (or the item's own text)."
+    """(examples, counts) for items over a chunk pool; the positive is the first answering chunk
+    (or the item's own text)."""
     miner = NegativeMiner(chunks, encoder, vectors)
-    rng, out, counts = random.Random(seed), [], {'items': len(items), 'examples': 0, 'no_positive_chunk': 0, 'no_negative': 0}
+    rng, out, counts = (random.Random(seed), [],
+                        {'items': len(items), 'examples': 0, 'no_positive_chunk': 0,
+                         'no_negative': 0})
     usable = [it for it in items if any(p in miner.row for p in it['positives'])]
     counts['no_positive_chunk'] = len(items) - len(usable)
-    mining = [it.get('mine_with') or it['query'] for it in usable]                 # what the negatives must resemble
+    # what the negatives must resemble
+    mining = [it.get('mine_with') or it['query'] for it in usable]
     Q = encoder.encode(mining) if usable else None                                   # (n_items, d)
-    for j, it in enumerate(show_progress(usable, f'mining negatives ({source})', unit='queries', enabled=progress)):
+    for j, it in enumerate(show_progress(usable, f'mining negatives ({source})', unit='queries',
+                                         enabled=progress)):
         first = next(p for p in it['positives'] if p in miner.row)
-        own, other = miner.mine(mining[j], it['positives'], it['paper_id'], n_in, n_in + n_other, Q[j])   # spare others: the ablation
+        # spare others: the ablation
+        own, other = miner.mine(mining[j], it['positives'], it['paper_id'], n_in, n_in + n_other,
+                                Q[j])
         if not own and not other: counts['no_negative'] += 1; continue
         pos = it.get('positive_text') or chunk_index_text(miner.chunks[miner.row[first]])
         negs = own + other[:n_other]
-        out.append(RerankExample(it['query'], pos, [chunk_index_text(c) for c in negs], source, it['qid'], it['doc'], len(own),
+        out.append(RerankExample(it['query'], pos, [chunk_index_text(c) for c in negs], source,
+                                 it['qid'], it['doc'], len(own),
                                  [chunk_index_text(c) for c in other[:len(negs)]]))
     counts['examples'] = len(out)
     rng.shuffle(out)
@@ -106,17 +131,22 @@ def rerank_examples(items: list[dict],            # {'qid', 'query', 'positives'
 RERANK_SPLIT_SEED = 0          # the seed of every document split below
 
 def whole_paper_items(ds, questions, doc_of, tokenizer=None) -> tuple[list, list]:
-    "(items, chunks) where every paragraph of a question's own paper answers it; chunks: every paper of the dataset."
+    """(items, chunks) where every paragraph of a question's own paper answers it; chunks: every
+    paper of the dataset."""
     chunks = chunk_corpus(ds.papers, 'paragraph', tokenizer=tokenizer, context_header=True)
     by_paper = {}
     for c in chunks: by_paper.setdefault(c.paper_id, []).append(c.id)
-    return [{'qid': q.id, 'query': q.question, 'positives': by_paper.get(q.paper_ids[0], []), 'paper_id': q.paper_ids[0],
+    return [{'qid': q.id, 'query': q.question, 'positives': by_paper.get(q.paper_ids[0], []),
+             'paper_id': q.paper_ids[0],
              'doc': doc_of(q)} for q in questions], chunks
 
-def pubmedqa_items(pqal, part: str = 'train', seed: int = RERANK_SPLIT_SEED, tokenizer=None) -> tuple[list, list]:
-    "(items, chunks) of the PQA-L questions whose PMID falls in `part` of the 10/10/80 split; chunks: every PQA-L abstract."
+def pubmedqa_items(pqal, part: str = 'train', seed: int = RERANK_SPLIT_SEED,
+                   tokenizer=None) -> tuple[list, list]:
+    """(items, chunks) of the PQA-L questions whose PMID falls in `part` of the 10/10/80 split;
+    chunks: every PQA-L abstract."""
     from scholarqa.datasets import pubmedqa_split
-    return whole_paper_items(pqal, [q for q in pqal.questions if pubmedqa_split(q, seed) == part], lambda q: q.metadata['pmid'], tokenizer)
+    return whole_paper_items(pqal, [q for q in pqal.questions if pubmedqa_split(q, seed) == part],
+                             lambda q: q.metadata['pmid'], tokenizer)
 
 def pqa_artificial_items(pqaa, tokenizer=None) -> tuple[list, list]:
     "(items, chunks) of every PQA-A question: its own passage answers it."
@@ -124,75 +154,92 @@ def pqa_artificial_items(pqaa, tokenizer=None) -> tuple[list, list]:
 
 def qasper_items(qasper, part: str = 'train', seed: int = RERANK_SPLIT_SEED, tokenizer=None,
                  train_share: float = 0.5) -> tuple[list, list]:
-    "(items, chunks) of QASPER questions with evidence paragraphs, from the papers a seeded split puts in `part`."
+    """(items, chunks) of QASPER questions with evidence paragraphs, from the papers a seeded
+    split puts in `part`."""
     from scholarqa.datasets import hash_split
     chunks = chunk_corpus(qasper.papers, 'paragraph', tokenizer=tokenizer, context_header=True)
     have = {c.id for c in chunks}
     items = []
     for q in qasper.questions:
         ev = [e for e in q.metadata.get('evidence_ids', []) if e in have]
-        if not ev or hash_split(q.paper_ids[0], seed, (('train', train_share), ('test', 1 - train_share))) != part: continue
-        items.append({'qid': q.id, 'query': q.question, 'positives': ev, 'paper_id': q.paper_ids[0], 'doc': q.paper_ids[0]})
+        if (not ev
+            or hash_split(q.paper_ids[0], seed,
+                          (('train', train_share), ('test', 1 - train_share))) != part):
+            continue
+        items.append({'qid': q.id, 'query': q.question, 'positives': ev, 'paper_id': q.paper_ids[0],
+                      'doc': q.paper_ids[0]})
     return items, chunks
 
-def narrativeqa_items(nqa, part: str = 'train', seed: int = RERANK_SPLIT_SEED, train_share: float = 0.5,
+def narrativeqa_items(nqa, part: str = 'train', seed: int = RERANK_SPLIT_SEED,
+                      train_share: float = 0.5,
                       min_share: float = 0.5) -> tuple[list, list]:
-    "(items, chunks): the summary sentence sharing most answer words (≥ `min_share` of them) answers; sentences are the chunks."
+    """(items, chunks): the summary sentence sharing most answer words (≥ `min_share` of them)
+    answers; sentences are the chunks."""
     from scholarqa.datasets import hash_split
-    words = lambda t: set(normalise_text(t).lower().replace('.', ' ').replace(',', ' ').split()) - {'the', 'a', 'an', 'of', 'to', 'and', 'in', 'his', 'her'}
+    words = lambda t: set(normalise_text(t).lower().replace('.', ' ').replace(',', ' ')
+                          .split()) - {'the', 'a', 'an', 'of', 'to', 'and', 'in', 'his', 'her'}
     chunks, sents_of = [], {}
     for p in nqa.papers:
         for s, para in iter_paragraphs(p):
             for n, (a, b) in enumerate(split_sentences(para.text)):
-                c = Chunk(f'{para.id}-s{n}', para.text[a:b], p.id, s.path, [], para.index, para.index, sentence_span=(n, n),
+                c = Chunk(f'{para.id}-s{n}', para.text[a:b], p.id, s.path, [], para.index,
+                          para.index, sentence_span=(n, n),
                           header=p.title, label=para.label)
                 chunks.append(c); sents_of.setdefault(p.id, []).append(c)
     items = []
     for q in nqa.questions:
         pid = q.paper_ids[0]
-        if hash_split(pid, seed, (('train', train_share), ('test', 1 - train_share))) != part: continue
+        if hash_split(pid, seed, (('train', train_share), ('test', 1 - train_share))) != part:
+            continue
         ans = set().union(*[words(a) for a in q.answers]) if q.answers else set()
         if not ans: continue
         best = max(sents_of.get(pid, []), key=lambda c: len(ans & words(c.text)), default=None)
         if best is None or len(ans & words(best.text)) < min_share * len(ans): continue
-        items.append({'qid': q.id, 'query': q.question, 'positives': [best.id], 'paper_id': pid, 'doc': pid})
+        items.append({'qid': q.id, 'query': q.question, 'positives': [best.id], 'paper_id': pid,
+                      'doc': pid})
     return items, chunks
 
 def pseudo_query_items(papers, tokenizer=None, n: int = 1000, seed: int = 0) -> tuple[list, list]:
-    "(items, chunks) of inverse-cloze pseudo-queries (`02f_adapt.ict_examples`): a sentence finds its paragraph; negatives resemble the paragraph."
+    """(items, chunks) of inverse-cloze pseudo-queries (`02f_adapt.ict_examples`): a sentence
+    finds its paragraph; negatives resemble the paragraph."""
     from scholarqa.retrieval.adapt import ict_examples
     papers = list(papers)
     chunks = chunk_corpus(papers, 'paragraph', tokenizer=tokenizer, context_header=True)
     paper_of = {c.id: c.paper_id for c in chunks}
-    items = [{'qid': f'ict-{e.paragraph_id}', 'query': e.query, 'positives': [e.paragraph_id], 'paper_id': paper_of[e.paragraph_id],
+    items = [{'qid': f'ict-{e.paragraph_id}', 'query': e.query, 'positives': [e.paragraph_id],
+              'paper_id': paper_of[e.paragraph_id],
               'doc': paper_of[e.paragraph_id], 'positive_text': e.positive, 'mine_with': e.positive}
              for e in ict_examples(papers, tokenizer, n=n, seed=seed) if e.paragraph_id in paper_of]
     return items, chunks
 
 # %% ../../nbs/02j_rerank.ipynb #0a1c7e02
 def query_overlap(query: str, text: str) -> float:
-    "Share of the query's BM25 terms (stemmed, stop words out) that occur in `text`; 0.0 for a query with no term."
+    """Share of the query's BM25 terms (stemmed, stop words out) that occur in `text`; 0.0 for a
+    query with no term."""
     from scholarqa.retrieval.bm25 import bm25_tokenize
     q = set(bm25_tokenize(query))
     return len(q & set(bm25_tokenize(text))) / len(q) if q else 0.0
 
 def overlap_gap(examples) -> list[dict]:
-    "Per source: how much of the query the positive holds, how much its negatives hold on average, and the difference."
+    """Per source: how much of the query the positive holds, how much its negatives hold on
+    average, and the difference."""
     by = {}
     for e in examples:
         if e.negatives: by.setdefault(e.source, []).append(e)
     rows = []
     for src, ex in sorted(by.items()):
         pos = float(np.mean([query_overlap(e.query, e.positive) for e in ex]))
-        neg = float(np.mean([np.mean([query_overlap(e.query, n) for n in e.negatives]) for e in ex]))
-        rows.append({'source': src, 'examples': len(ex), 'positive_share': round(pos, 3), 'negative_share': round(neg, 3),
+        neg = float(np
+                    .mean([np.mean([query_overlap(e.query, n) for n in e.negatives]) for e in ex]))
+        rows.append({'source': src, 'examples': len(ex), 'positive_share': round(pos, 3),
+                     'negative_share': round(neg, 3),
                      'gap': round(pos - neg, 3)})
     return rows
 
 # %% ../../nbs/02j_rerank.ipynb #82bdf359
 def select_training(items_by_source: dict,          # {source: [item]}
                     protected_questions=(),         # question texts (and ids) that must never be trained on
-                    protected_docs=(),              # documents whose questions must never be trained on
+                    protected_docs=(),  # documents whose questions must never be trained on
                     cap: dict | None = None,        # {source: most items kept} (a seeded sample), None: all
                     seed: int = 0) -> tuple[dict, dict]:
     "({source: [item]} without any protected question or document, the data card {source: counts})."
@@ -206,52 +253,67 @@ def select_training(items_by_source: dict,          # {source: [item]}
             elif str(it['doc']) in pd_: drop_d += 1
             else: keep.append(it)
         n_avail = len(keep)
-        if cap and cap.get(src) is not None and len(keep) > cap[src]: keep = random.Random(seed).sample(keep, cap[src])
+        if cap and cap.get(src) is not None and len(keep) > cap[src]:
+            keep = random.Random(seed).sample(keep, cap[src])
         out[src] = keep
-        card[src] = {'items': len(items), 'dropped_protected_question': drop_q, 'dropped_protected_document': drop_d,
-                     'available': n_avail, 'kept': len(keep), 'documents': len({it['doc'] for it in keep})}
+        card[src] = {'items': len(items), 'dropped_protected_question': drop_q,
+                     'dropped_protected_document': drop_d,
+                     'available': n_avail, 'kept': len(keep),
+                     'documents': len({it['doc'] for it in keep})}
     return out, card
 
 def check_no_leak(examples, protected_questions=(), protected_docs=()) -> int:
-    "Raise naming the first example whose query is a protected question or whose document is protected; else the count checked."
+    """Raise naming the first example whose query is a protected question or whose document is
+    protected; else the count checked."""
     pq = {normalise_text(str(x)).lower() for x in protected_questions}
     pd_ = set(map(str, protected_docs))
     for e in examples:
-        if normalise_text(e.query).lower() in pq: raise ValueError(f'{e.source} example {e.qid} trains on a protected question: {e.query!r}')
-        if str(e.doc) in pd_: raise ValueError(f'{e.source} example {e.qid} comes from protected document {e.doc}')
+        if normalise_text(e.query).lower() in pq:
+            raise ValueError(f'{e.source} example {e.qid} trains on a protected question: '
+                             f'{e.query!r}')
+        if str(e.doc) in pd_:
+            raise ValueError(f'{e.source} example {e.qid} comes from protected document {e.doc}')
     return len(examples)
 
 # %% ../../nbs/02j_rerank.ipynb #f6684ab1
 RERANK_RECORD = 'rerank_record.json'
-# the training defaults: the settings the experiment companion's search runs chose on dev questions (02k, `lr_grid`,
+# the training defaults: the settings the experiment companion's search runs chose on dev questions
+# (02k, `lr_grid`,
 # `head_lr_grid`, `max_length`); `scholarqa rerank train` uses them unless told otherwise
 RERANK_LR, RERANK_HEAD_LR, RERANK_MAX_LENGTH = 3e-4, 3e-3, 128
 
 def _quiet_transformers():
-    "Silence transformers' loading reports and the 'newly initialized head' warning (the head is initialised on purpose)."
+    """Silence transformers' loading reports and the 'newly initialized head' warning (the head
+    is initialised on purpose)."""
     import logging, transformers, warnings
     quiet_model_loading(); transformers.logging.set_verbosity_error()
-    for name in ('sentence_transformers', 'transformers'): logging.getLogger(name).setLevel(logging.ERROR)
+    for name in ('sentence_transformers', 'transformers'):
+        logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings('ignore', message='.*were not initialized.*')
 
 def load_cross_encoder(model=None, max_length: int = RERANK_MAX_LENGTH,
-                       seed: int = 0):            # seeds a newly added head (a trained folder's head is loaded as is)
-    "A sentence-transformers CrossEncoder on the CPU: a folder or hub name with a one-score head (None: MiniLM + new head)."
+                       seed: int = 0):  # seeds a newly added head (a trained folder's head is loaded as is)
+    """A sentence-transformers CrossEncoder on the CPU: a folder or hub name with a one-score
+    head (None: MiniLM + new head)."""
     import torch
     _quiet_transformers()
     from sentence_transformers import CrossEncoder
     torch.manual_seed(seed)
-    return CrossEncoder(str(settled(model) if model else bundled_minilm_path()), num_labels=1, max_length=max_length, device='cpu')
+    return CrossEncoder(str(settled(model) if model else bundled_minilm_path()), num_labels=1,
+                        max_length=max_length, device='cpu')
 
 def rerank_loss(model, examples, n_negatives: int = 3, batch_size: int = 32,
                 scale: float = 10.0) -> float:  # the training loss's form: softmax over scale · sigmoid(logit)
-    "Mean softmax cross-entropy of the positive against its first `n_negatives` negatives (no gradients, eval mode)."
+    """Mean softmax cross-entropy of the positive against its first `n_negatives` negatives (no
+    gradients, eval mode)."""
     import torch
     ce = model if hasattr(model, 'predict') else load_cross_encoder(model)
     groups = [[e.positive] + list(e.negatives[:n_negatives]) for e in examples if e.negatives]
     if not groups: return float('nan')
     pairs = [(e.query, t) for e, g in zip([e for e in examples if e.negatives], groups) for t in g]
-    s = np.asarray(ce.predict(pairs, batch_size=batch_size, show_progress_bar=False, activation_fn=torch.nn.Identity()), dtype=np.float64)
+    s = np.asarray(ce
+                   .predict(pairs, batch_size=batch_size, show_progress_bar=False,
+                            activation_fn=torch.nn.Identity()), dtype=np.float64)
     losses, at = [], 0
     for g in groups:
         x = scale / (1 + np.exp(-s[at:at + len(g)])); at += len(g)
@@ -260,72 +322,92 @@ def rerank_loss(model, examples, n_negatives: int = 3, batch_size: int = 32,
 
 # %% ../../nbs/02j_rerank.ipynb #8e2a3273
 def _rerank_rows(examples, n_negatives: int) -> list[dict]:
-    "Trainer rows: query, positive, negative_1 … negative_n (groups short of negatives repeat their last one)."
+    """Trainer rows: query, positive, negative_1 … negative_n (groups short of negatives repeat
+    their last one)."""
     rows = []
     for e in examples:
         if not e.negatives: continue
         negs = list(e.negatives[:n_negatives]); negs += [negs[-1]] * (n_negatives - len(negs))
-        rows.append({'query': e.query, 'positive': e.positive, **{f'negative_{i + 1}': t for i, t in enumerate(negs)}})
+        rows.append({'query': e.query, 'positive': e.positive,
+                     **{f'negative_{i + 1}': t for i, t in enumerate(negs)}})
     return rows
 
 @writes('out_dir')   # one writer at a time on the model folder (00_doc)
 def train_reranker(examples, out_dir,
-                   model=None,                  # base: hub name or local folder; None = the bundled MiniLM
-                   epochs: int = 1, batch_size: int = 16, lr: float = RERANK_LR, warmup: float = 0.1,
+                   model=None,  # base: hub name or local folder; None = the bundled MiniLM
+                   epochs: int = 1, batch_size: int = 16, lr: float = RERANK_LR,
+                   warmup: float = 0.1,
                    head_lr: float | None = RERANK_HEAD_LR,  # the new scoring head's own rate (None: `lr` for every weight)
                    n_negatives: int = 3,        # negatives per query in the softmax
                    max_length: int = RERANK_MAX_LENGTH,  # tokens of question + passage
                    seed: int = 0, progress: bool = True,
                    reuse: bool = True) -> dict:  # a folder trained from the same examples and settings is returned as is
-    "Train a cross-encoder reranker on RerankExamples; save it to `out_dir` atomically with its record; return the record."
+    """Train a cross-encoder reranker on RerankExamples; save it to `out_dir` atomically with its
+    record; return the record."""
     import torch, transformers
     from datasets import Dataset as HFDataset
-    from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder import (
+        CrossEncoderTrainer, CrossEncoderTrainingArguments)
     from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
     examples = list(examples)
     rows = _rerank_rows(examples, n_negatives)
-    if not rows: raise ValueError(f'train_reranker: no training example with a negative for {out_dir}')
+    if not rows:
+        raise ValueError(f'train_reranker: no training example with a negative for {out_dir}')
     base = str(model or bundled_minilm_path())
     by_source = {}
     for e in examples: by_source[e.source] = by_source.get(e.source, 0) + 1
-    settings = {'base_model': model_identity(base), 'examples': len(rows), 'by_source': dict(sorted(by_source.items())),
-                'examples_hash': blake2b_hex(json.dumps(rows, ensure_ascii=False, sort_keys=True), 16),
-                'epochs': epochs, 'batch_size': batch_size, 'lr': lr, 'head_lr': head_lr, 'warmup': warmup,
+    settings = {'base_model': model_identity(base), 'examples': len(rows),
+                'by_source': dict(sorted(by_source.items())),
+                'examples_hash': blake2b_hex(json.dumps(rows, ensure_ascii=False, sort_keys=True),
+                                             16),
+                'epochs': epochs, 'batch_size': batch_size, 'lr': lr, 'head_lr': head_lr,
+                'warmup': warmup,
                 'n_negatives': n_negatives, 'max_length': max_length, 'seed': seed}
     out = Path(out_dir)
     if reuse and (out / RERANK_RECORD).exists():
         have = json.loads((out / RERANK_RECORD).read_text(encoding='utf-8'))
-        if all(have.get(k) == v for k, v in settings.items()): return have | {'path': str(out), 'reused': True}
+        if all(have.get(k) == v for k, v in settings.items()):
+            return have | {'path': str(out), 'reused': True}
     t0 = time.perf_counter()
     transformers.set_seed(seed)
     ce = load_cross_encoder(base, max_length, seed)
     work = out.with_name(f'.{out.name}.trainer-{os.getpid()}')
     args = CrossEncoderTrainingArguments(
-        output_dir=str(work), num_train_epochs=epochs, per_device_train_batch_size=batch_size, learning_rate=lr,
-        warmup_ratio=warmup, seed=seed, data_seed=seed, save_strategy='no', logging_steps=1, report_to='none',
+        output_dir=str(work), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
+        learning_rate=lr,
+        warmup_ratio=warmup, seed=seed, data_seed=seed, save_strategy='no', logging_steps=1,
+        report_to='none',
         use_cpu=True, disable_tqdm=True, dataloader_num_workers=0)
     class _MinedNegativesOnly(MultipleNegativesRankingLoss):
-        "The library's loss with its random in-batch negatives switched off (it cannot sample zero of them)."
+        """The library's loss with its random in-batch negatives switched off (it cannot sample
+        zero of them)."""
         def get_in_batch_negatives(self, anchors, candidates): return iter(())
     loss = _MinedNegativesOnly(ce)
-    optimizers = (None, None)                  # the trainer's own AdamW and linear schedule, one rate for all
-    if head_lr is not None:                    # the same AdamW and schedule, with the head in a group of its own
+    optimizers = (None, None)  # the trainer's own AdamW and linear schedule, one rate for all
+    if head_lr is not None:  # the same AdamW and schedule, with the head in a group of its own
         named = list(ce.model.named_parameters())
         head = [p for n, p in named if n.startswith('classifier.')]
-        if not head: raise ValueError(f'train_reranker: {base} has no `classifier` head for head_lr')
-        opt = torch.optim.AdamW([{'params': [p for n, p in named if not n.startswith('classifier.')], 'lr': lr},
-                                 {'params': head, 'lr': head_lr}], lr=lr, weight_decay=args.weight_decay)
+        if not head:
+            raise ValueError(f'train_reranker: {base} has no `classifier` head for head_lr')
+        opt = torch.optim.AdamW([{'params': [p for n, p in named
+                                             if not n.startswith('classifier.')], 'lr': lr},
+                                 {'params': head, 'lr': head_lr}], lr=lr,
+                                weight_decay=args.weight_decay)
         total = math.ceil(len(rows) / batch_size) * epochs
-        optimizers = (opt, transformers.get_linear_schedule_with_warmup(opt, math.ceil(warmup * total), total))
-    trainer = CrossEncoderTrainer(model=ce, args=args, train_dataset=HFDataset.from_list(rows), loss=loss, optimizers=optimizers)
+        optimizers = ((opt, transformers
+                       .get_linear_schedule_with_warmup(opt, math.ceil(warmup * total), total)))
+    trainer = CrossEncoderTrainer(model=ce, args=args, train_dataset=HFDataset.from_list(rows),
+                                  loss=loss, optimizers=optimizers)
     trainer_progress(trainer, 'reranker training', enabled=progress)
     trainer.train()
     shutil.rmtree(work, ignore_errors=True)
     losses = [round(float(h['loss']), 5) for h in trainer.state.log_history if 'loss' in h]
     tenth = max(1, len(losses) // 10)
-    rec = {'method': 'cross-encoder from MiniLM: softmax over positive + mined negatives (CrossEncoderTrainer, MultipleNegativesRankingLoss)',
+    rec = {'method': 'cross-encoder from MiniLM: softmax over positive + mined negatives '
+                     '(CrossEncoderTrainer, MultipleNegativesRankingLoss)',
            **settings, 'steps': len(losses), 'loss_first_tenth': float(np.mean(losses[:tenth])),
-           'loss_last_tenth': float(np.mean(losses[-tenth:])), 'losses': losses, 'seconds': round(time.perf_counter() - t0, 1),
+           'loss_last_tenth': float(np.mean(losses[-tenth:])), 'losses': losses,
+           'seconds': round(time.perf_counter() - t0, 1),
            'torch': torch.__version__, 'threads': torch.get_num_threads()}
     tmp = out.with_name(f'.{out.name}.tmp-{os.getpid()}')
     shutil.rmtree(tmp, ignore_errors=True); out.parent.mkdir(parents=True, exist_ok=True)
@@ -336,10 +418,13 @@ def train_reranker(examples, out_dir,
 # %% ../../nbs/02j_rerank.ipynb #902112ed
 ONNX_DIR = 'onnx'
 PARITY_PAIRS = [('How are citation graphs used for retrieval?', t) for t in (
-    'Citation graphs link papers; a graph neural network propagates relevance along citations to rank candidate papers.',
+    'Citation graphs link papers; a graph neural network propagates relevance along citations to '
+    'rank candidate papers.',
     'We thank the reviewers for their helpful comments.',
-    'Dense retrieval encodes queries and passages into vectors and ranks passages by inner product.',
-    'The citation graph of the corpus is used to expand the retrieved set with cited and citing papers.')] + [
+    'Dense retrieval encodes queries and passages into vectors and ranks passages by inner '
+    'product.',
+    'The citation graph of the corpus is used to expand the retrieved set with cited and citing '
+    'papers.')] + [
     ('Which dataset was used to evaluate the model?', t) for t in (
     'We evaluate on PubMedQA, a biomedical question answering dataset with yes/no/maybe labels.',
     'The learning rate was set to 2e-5 and training ran for three epochs.',
@@ -347,7 +432,8 @@ PARITY_PAIRS = [('How are citation graphs used for retrieval?', t) for t in (
     'Figure 2 shows the architecture of the encoder.')]
 
 class OnnxCrossEncoder:
-    "A cross-encoder from an exported folder (model.onnx or model_int8.onnx, tokenizer.json, onnx.json); needs no PyTorch."
+    """A cross-encoder from an exported folder (model.onnx or model_int8.onnx, tokenizer.json,
+    onnx.json); needs no PyTorch."""
     def __init__(self, folder, int8: bool = True, threads: int = 1):
         from tokenizers import Tokenizer
         self.folder = Path(folder)
@@ -371,7 +457,8 @@ class OnnxCrossEncoder:
 def export_reranker_onnx(model_dir,
                          pairs=PARITY_PAIRS,      # (query, passage) pairs to compare and time on: pass the real workload (a first stage's top 30)
                          repeat: int = 5, opset: int = 17) -> dict:
-    "Write `model_dir/onnx/` (fp32 + int8 graphs, tokenizer); measure int8 vs PyTorch ranking and speed on `pairs`; returns onnx.json."
+    """Write `model_dir/onnx/` (fp32 + int8 graphs, tokenizer); measure int8 vs PyTorch ranking
+    and speed on `pairs`; returns onnx.json."""
     import torch
     from scipy.stats import spearmanr
     from scholarqa.measure import query_threads
@@ -380,35 +467,47 @@ def export_reranker_onnx(model_dir,
     tok = ce.tokenizer
     tmp = model_dir / f'.{ONNX_DIR}.tmp-{os.getpid()}'
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    sample = tok([p[0] for p in pairs[:2]], [p[1] for p in pairs[:2]], padding=True, truncation=True, return_tensors='pt')
+    sample = tok([p[0] for p in pairs[:2]], [p[1] for p in pairs[:2]], padding=True,
+                 truncation=True, return_tensors='pt')
     names = [n for n in tok.model_input_names if n in sample]
     class _Logits(torch.nn.Module):
         "The classifier's one logit per pair, called with the inputs in `names` order."
         def __init__(self, m): super().__init__(); self.m = m
-        def forward(self, *xs): return self.m(**dict(zip(names, xs)), return_dict=True).logits      # (b, 1)
-    export_module_onnx(_Logits(ce.model), {n: sample[n] for n in names}, tmp / 'model.onnx', output='logits', opset=opset)
+        # (b, 1)
+        def forward(self, *xs): return self.m(**dict(zip(names, xs)), return_dict=True).logits
+    export_module_onnx(_Logits(ce.model), {n: sample[n] for n in names}, tmp / 'model.onnx',
+                       output='logits', opset=opset)
     quantize_onnx(tmp / 'model.onnx', tmp / 'model_int8.onnx')
     tok.backend_tokenizer.save(str(tmp / 'tokenizer.json'))
-    info = {'model_id': model_identity(str(model_dir)), 'max_length': int(ce.max_length), 'pad_id': int(tok.pad_token_id or 0),
+    info = {'model_id': model_identity(str(model_dir)), 'max_length': int(ce.max_length),
+            'pad_id': int(tok.pad_token_id or 0),
             'pad_token': tok.pad_token or '[PAD]'}
     atomic_write_json(tmp / 'onnx.json', info)
     pairs = list(pairs)
     with query_threads():
-        ref = np.asarray(ce.predict(pairs, show_progress_bar=False, activation_fn=torch.nn.Identity()))
+        ref = np.asarray(ce
+                         .predict(pairs, show_progress_bar=False,
+                                  activation_fn=torch.nn.Identity()))
         o32, o8 = OnnxCrossEncoder(tmp, int8=False), OnnxCrossEncoder(tmp, int8=True)
         def _time(fn):
             fn(); t = []
-            for _ in range(repeat): t0 = time.perf_counter(); fn(); t.append(time.perf_counter() - t0)
+            for _ in range(repeat):
+                t0 = time.perf_counter(); fn(); t.append(time.perf_counter() - t0)
             return float(np.median(t))
-        t_torch = _time(lambda: ce.predict(pairs, show_progress_bar=False, activation_fn=torch.nn.Identity()))
+        t_torch = _time(lambda: ce
+                        .predict(pairs, show_progress_bar=False, activation_fn=torch.nn.Identity()))
         t8 = _time(lambda: o8.predict(pairs))
         s32, s8 = o32.predict(pairs), o8.predict(pairs)
     groups = {}
     for i, (q, _) in enumerate(pairs): groups.setdefault(q, []).append(i)
     top1 = np.mean([int(np.argmax(ref[ix]) == np.argmax(s8[ix])) for ix in groups.values()])
-    rho = float(np.mean([spearmanr(ref[ix], s8[ix]).statistic if len(ix) > 1 else 1.0 for ix in groups.values()]))
-    info['parity'] = {'pairs': len(pairs), 'fp32_max_abs_diff': float(np.abs(ref - s32).max()), 'int8_top1_agreement': float(top1),
-                      'int8_spearman': round(rho, 4), 'torch_s': round(t_torch, 5), 'int8_s': round(t8, 5),
+    rho = float(np
+                .mean([spearmanr(ref[ix], s8[ix]).statistic if len(ix) > 1 else 1.0
+                       for ix in groups.values()]))
+    info['parity'] = {'pairs': len(pairs), 'fp32_max_abs_diff': float(np.abs(ref - s32).max()),
+                      'int8_top1_agreement': float(top1),
+                      'int8_spearman': round(rho, 4), 'torch_s': round(t_torch, 5),
+                      'int8_s': round(t8, 5),
                       'speedup': round(t_torch / t8, 2)}
     info['use'] = bool(top1 == 1.0 and rho >= 0.98 and t_torch / t8 >= 2.0)
     atomic_write_json(tmp / 'onnx.json', info)
@@ -420,24 +519,31 @@ RERANK_DEPTH = 30
 
 class Reranker:
     "Scores (query, passage) pairs with a cross-encoder and reorders hits by that score."
-    def __init__(self, model=None,                # a reranker folder, a hub name, or a loaded CrossEncoder; None: untrained MiniLM head
+    def __init__(self,
+                 model=None,                # a reranker folder, a hub name, or a loaded CrossEncoder; None: untrained MiniLM head
                  backend: str = 'auto',           # 'auto' (int8 ONNX when its folder says use) | 'torch' | 'onnx'
                  max_length: int | None = None,   # None: the model's own (the training window for folders made here)
                  batch_size: int = 32,
                  mix: float = 0.0):               # weight of the first stage's score (min–max) against the cross-encoder's
         self.mix, self.batch_size, self.record = float(mix), batch_size, {}
-        if hasattr(model, 'predict'): self.model, self.name, self.backend = model, type(model).__name__, 'given'; return
-        path = settled(str(model)) if model is not None else None   # a model folder whose swap was cut off is put back first
+        if hasattr(model, 'predict'):
+            self.model, self.name, self.backend = model, type(model).__name__, 'given'; return
+        # a model folder whose swap was cut off is put back first
+        path = settled(str(model)) if model is not None else None
         rec = {}
-        if path is not None and (path / RERANK_RECORD).exists(): rec = json.loads((path / RERANK_RECORD).read_text(encoding='utf-8'))
+        if path is not None and (path / RERANK_RECORD).exists():
+            rec = json.loads((path / RERANK_RECORD).read_text(encoding='utf-8'))
         max_length = max_length or rec.get('max_length') or RERANK_MAX_LENGTH
         onnx_info = {}
         if path is not None and (path / ONNX_DIR / 'onnx.json').exists():
             onnx_info = json.loads((path / ONNX_DIR / 'onnx.json').read_text(encoding='utf-8'))
         if backend == 'onnx' or (backend == 'auto' and onnx_info.get('use')):
-            if not onnx_info: raise ValueError(f'{model}: no ONNX export (run export_reranker_onnx on the folder first)')
+            if not onnx_info:
+                raise ValueError(f'{model}: no ONNX export (run export_reranker_onnx on the folder '
+                                 'first)')
             self.model, self.backend = OnnxCrossEncoder(path / ONNX_DIR, int8=True), 'onnx-int8'
-        elif backend in ('auto', 'torch'): self.model, self.backend = load_cross_encoder(model, max_length), 'torch'
+        elif backend in ('auto', 'torch'):
+            self.model, self.backend = (load_cross_encoder(model, max_length), 'torch')
         else: raise ValueError(f"backend must be 'auto', 'torch' or 'onnx', not {backend!r}")
         self.name = model_identity(str(model)) if model is not None else 'MiniLM (untrained head)'
         self.record = rec
@@ -451,11 +557,14 @@ class Reranker:
         if self.backend != 'onnx-int8':
             import torch
             kw = {'show_progress_bar': False, 'activation_fn': torch.nn.Identity()}
-        return np.asarray(self.model.predict([(query, t) for t in texts], batch_size=self.batch_size, **kw), dtype=np.float64)
+        return np.asarray(self.model
+                          .predict([(query, t) for t in texts], batch_size=self.batch_size, **kw),
+                          dtype=np.float64)
 
     def rerank(self, query: str, hits, k: int | None = None,
-               mix: float | None = None) -> list[Hit]:   # None: the reranker's own `mix`
-        "The hits reordered by cross-encoder score (mixed with the first stage's when `mix` > 0), best first, top k."
+               mix: float | None = None) -> list[Hit]:  # None: the reranker's own `mix`
+        """The hits reordered by cross-encoder score (mixed with the first stage's when `mix` >
+        0), best first, top k."""
         hits, mix = list(hits), self.mix if mix is None else float(mix)
         if not hits: return []
         ce = self.scores(query, [chunk_index_text(h.chunk) for h in hits])            # (n,)
@@ -468,36 +577,46 @@ class RerankedRetriever(Retriever):
     def __init__(self, first: Retriever, reranker: Reranker, depth: int = RERANK_DEPTH):
         self.first, self.reranker, self.depth = first, reranker, int(depth)
         self.name = f"{getattr(first, 'name', 'retriever')}+rerank"
-    def __repr__(self): return f'RerankedRetriever({self.first!r}, {self.reranker!r}, depth={self.depth})'
+    def __repr__(self):
+        return f'RerankedRetriever({self.first!r}, {self.reranker!r}, depth={self.depth})'
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
         return self.reranker.rerank(query, self.first.retrieve(query, max(self.depth, k)), k)
 
 
 # %% ../../nbs/02j_rerank.ipynb #12df28e2
 def default_reranker_dir() -> Path:
-    "Where `scholarqa rerank train` writes, and `--rerank` without a value reads: $SCHOLARQA_CACHE/rerankers/default."
+    """Where `scholarqa rerank train` writes, and `--rerank` without a value reads:
+    $SCHOLARQA_CACHE/rerankers/default."""
     return default_cache_dir() / 'rerankers' / 'default'
 
 def reranker_for(spec=None, **kw) -> Reranker:
-    "A Reranker from a spec: None or 'default' (the trained default folder), a folder, or a hub name."
+    """A Reranker from a spec: None or 'default' (the trained default folder), a folder, or a hub
+    name."""
     if spec is None or str(spec) == 'default':
         d = default_reranker_dir()
         if not (d / RERANK_RECORD).exists():
-            raise FileNotFoundError(f'no trained reranker in {d}: train one with `scholarqa rerank train` '
+            raise FileNotFoundError(f'no trained reranker in {d}: train one with `scholarqa rerank '
+                                    'train` '
                                     f'(or pass --rerank PATH_OR_NAME of a cross-encoder)')
         return Reranker(d, **kw)
     p = Path(str(spec)).expanduser()
-    if p.exists() and not p.is_dir(): raise ValueError(f'{spec}: a reranker is a model folder or a hub name, not a file')
+    if p.exists() and not p.is_dir():
+        raise ValueError(f'{spec}: a reranker is a model folder or a hub name, not a file')
     return Reranker(str(p) if p.is_dir() else str(spec), **kw)
 
 # %% ../../nbs/02j_rerank.ipynb #4d39b6fb
-# the hand-written question files whose texts no training example may be. Named one by one: the sealed set is not among
-# them, since only the final comparison may open it, and its hand-written questions cannot be in a public source
-PROTECTED_QUESTION_FILES = ('unarxive_questions.jsonl', 'unarxive_questions_fresh.jsonl', 'unarxive_two_paper_dev.jsonl')
+# the hand-written question files whose texts no training example may be. Named one by one: the
+# sealed set is not among
+# them, since only the final comparison may open it, and its hand-written questions cannot be in a
+# public source
+PROTECTED_QUESTION_FILES = (('unarxive_questions.jsonl', 'unarxive_questions_fresh.jsonl',
+                             'unarxive_two_paper_dev.jsonl'))
 
 def protected_questions(data_dir=None, eval_dir=None) -> tuple[set, set]:
-    "(question texts, documents) no reranker training may use: PubMedQA dev/test, QASPER and NarrativeQA test documents, every hand-written unArXive question."
-    from scholarqa.datasets import DatasetUnavailable, demo_dir, load_dataset, pubmedqa_split, hash_split
+    """(question texts, documents) no reranker training may use: PubMedQA dev/test, QASPER and
+    NarrativeQA test documents, every hand-written unArXive question."""
+    from scholarqa.datasets import (
+        DatasetUnavailable, demo_dir, load_dataset, pubmedqa_split, hash_split)
     qs, docs = set(), set()
     try:
         for q in load_dataset('pubmedqa', data_dir).questions:
@@ -507,40 +626,57 @@ def protected_questions(data_dir=None, eval_dir=None) -> tuple[set, set]:
         try: ds = load_dataset(name, data_dir)
         except DatasetUnavailable: continue
         for q in ds.questions:
-            if hash_split(q.paper_ids[0], RERANK_SPLIT_SEED, (('train', .5), ('test', .5))) != 'train': qs.add(q.question); docs.add(q.paper_ids[0])
-    try: ev = Path(eval_dir) if eval_dir else demo_dir().parent / 'eval'   # the checkout's data/eval (hand-written question files)
-    except DatasetUnavailable: ev = None                                     # an installed package without a checkout: none to protect
-    for name in PROTECTED_QUESTION_FILES:                               # dev ones too: they choose settings
+            if hash_split(q.paper_ids[0], RERANK_SPLIT_SEED,
+                          (('train', .5), ('test', .5))) != 'train':
+                qs.add(q.question); docs.add(q.paper_ids[0])
+    # the checkout's data/eval (hand-written question files)
+    try: ev = Path(eval_dir) if eval_dir else demo_dir().parent / 'eval'
+    except DatasetUnavailable: ev = None  # an installed package without a checkout: none to protect
+    for name in PROTECTED_QUESTION_FILES:  # dev ones too: they choose settings
         f = ev / name if ev else None
-        if f and f.exists(): qs |= {json.loads(l)['question'] for l in f.read_text(encoding='utf-8').splitlines() if l.strip()}
+        if f and f.exists():
+            qs |= {json.loads(l)['question'] for l in f.read_text(encoding='utf-8').splitlines()
+                   if l.strip()}
     return qs, docs
 
-def default_training_examples(encoder, papers=(),            # papers for pseudo-queries (an index's corpus)
+def default_training_examples(encoder, papers=(),  # papers for pseudo-queries (an index's corpus)
                               data_dir=None, cap: int | None = 1500, n_pseudo: int = 1500,
                               n_in: int = 2, n_other: int = 1, seed: int = 0, eval_dir=None,
                               progress: bool = False) -> tuple[list, dict]:
-    "(examples, data card) of the shared recipe: public QA pairs in the data folder + pseudo-queries of `papers`, protected questions out."
+    """(examples, data card) of the shared recipe: public QA pairs in the data folder +
+    pseudo-queries of `papers`, protected questions out."""
     from scholarqa.datasets import DatasetUnavailable, load_dataset
     tok = getattr(encoder, 'tokenizer', None)
-    readers = {'pubmedqa': lambda: pubmedqa_items(load_dataset('pubmedqa', data_dir), tokenizer=tok),
-               'pubmedqa_artificial': lambda: pqa_artificial_items(load_dataset('pubmedqa_artificial', data_dir), tok),
-               'qasper': lambda: qasper_items(load_dataset('qasper', data_dir), tokenizer=tok),
-               'narrativeqa': lambda: narrativeqa_items(load_dataset('narrativeqa', data_dir))}
+    readers = {
+        'pubmedqa': lambda: pubmedqa_items(load_dataset('pubmedqa', data_dir), tokenizer=tok),
+        'pubmedqa_artificial': lambda: pqa_artificial_items(
+            load_dataset('pubmedqa_artificial', data_dir), tok
+        ),
+        'qasper': lambda: qasper_items(load_dataset('qasper', data_dir), tokenizer=tok),
+        'narrativeqa': lambda: narrativeqa_items(load_dataset('narrativeqa', data_dir)),
+    }
     sources, missing = {}, []
     for name, read in readers.items():
         try: sources[name] = read()
         except DatasetUnavailable as e: missing.append(f'{name}: {e}')
     papers = list(papers)
     if papers: sources['pseudo_queries'] = pseudo_query_items(papers, tok, n=n_pseudo, seed=seed)
-    if not sources: raise ValueError('no training source: give papers for pseudo-queries or a data folder with PubMedQA, QASPER or NarrativeQA')
+    if not sources:
+        raise ValueError('no training source: give papers for pseudo-queries or a data folder with '
+                         'PubMedQA, QASPER or NarrativeQA')
     pq, pdocs = protected_questions(data_dir, eval_dir)
     kept, card = select_training({k: v[0] for k, v in sources.items()}, pq, pdocs,
-                                 cap={k: (None if k == 'pseudo_queries' else cap) for k in sources}, seed=seed)
+                                 cap={k: (None if k == 'pseudo_queries' else cap) for k in sources},
+                                 seed=seed)
     examples = []
     for name, items in kept.items():
-        ex, counts = rerank_examples(items, sources[name][1], encoder, name, n_in=n_in, n_other=n_other, seed=seed, progress=progress)
-        examples += ex; card[name].update(examples=counts['examples'], no_positive_chunk=counts['no_positive_chunk'])
+        ex, counts = rerank_examples(items, sources[name][1], encoder, name, n_in=n_in,
+                                     n_other=n_other, seed=seed, progress=progress)
+        examples += ex
+        card[name].update(examples=counts['examples'],
+                          no_positive_chunk=counts['no_positive_chunk'])
     check_no_leak(examples, pq, pdocs)
     random.Random(seed).shuffle(examples)
-    return examples, {'sources': card, 'missing': missing, 'protected_questions': len(pq), 'protected_documents': len(pdocs),
+    return examples, {'sources': card, 'missing': missing, 'protected_questions': len(pq),
+                      'protected_documents': len(pdocs),
                       'examples': len(examples)}

