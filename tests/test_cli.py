@@ -31,12 +31,13 @@ def test_unknown_method_and_retriever_are_usage_errors(tmp_path):
     assert r.returncode == 2 and 'hybrid+splade' in r.stderr, r.stderr
 
 def test_a_registered_method_is_offered_without_touching_the_cli():
-    from scholarqa.cli import build_parser, _method_choices
+    from scholarqa.cli import build_parser
+    from scholarqa.commands.options import method_choices
     from scholarqa.protocol import METHODS, register_method
     @register_method('toy-test-method', 'registered by a test')
     def _toy(store, **options): raise NotImplementedError
     try:
-        assert 'toy-test-method' in _method_choices()
+        assert 'toy-test-method' in method_choices()
         assert build_parser().parse_args(['ask', 'idx', 'q', '--method', 'toy-test-method']).method == 'toy-test-method'
     finally: del METHODS['toy-test-method']
 
