@@ -16,7 +16,7 @@ PLAN_KEYS = {'query_type', 'intent', 'steps', 'start_nodes', 'expansions', 'veri
 
 @pytest.fixture(scope='module')
 def planner():
-    from scholarqa.methods.agentic import Planner
+    from scholarqa.agent.planner import Planner
     from scholarqa.retrieval.dense import Encoder
     return Planner(Encoder(progress=False))
 
@@ -162,7 +162,8 @@ def test_real_graph_rebuild_is_a_no_op_and_counts_hold(real_graph):
 def test_real_executor_equals_the_oracle_on_every_template_question(real_graph):
     "Executed from the gold start nodes, every plan gives exactly the oracle's answer (no planner involved: the executor alone)."
     from scholarqa.kg.academic import fold
-    from scholarqa.methods.agentic import INTENTS, execute
+    from scholarqa.agent.planner import INTENTS
+    from scholarqa.methods.agentic import execute
     from scholarqa.methods.agentic_questions import make_questions
     g = real_graph[0]
     bad = []
@@ -188,7 +189,8 @@ def test_real_ambiguous_names_list_candidates(real_graph, planner):
 
 def test_real_title_without_quotes_and_lower_case_name(real_graph, planner):
     "A title written without quotes (even with a typo or a dropped word), and a person's name in lower case, link as the graph spells them."
-    from scholarqa.methods.agentic import AgenticGraphRAG, find_mentions
+    from scholarqa.methods.agentic import AgenticGraphRAG
+    from scholarqa.agent.mentions import find_mentions
     g = real_graph[0]
     title = 'The Complexity Of Recognition Of Linguistically Adequate Dependency Grammars'
     for q in (f'who wrote {title}?', f'who wrote {title.lower().replace("dependency", "dependancy")}?',
@@ -254,7 +256,7 @@ def test_free_wording_sets_are_split_by_phrasing():
     """The free-wording sets (08b) are apart from everything the planner was built around: no question has the shape of a
     template phrasing (08a) or a planner prototype (08_agentic), dev and test share no question and no person or paper they
     start from, and neither starts from a person or paper of the paraphrase set (venues are few: every set names ACL)."""
-    from scholarqa.methods.agentic import PROTOTYPES
+    from scholarqa.agent.planner import PROTOTYPES
     from scholarqa.methods.agentic_questions import PHRASINGS
     sets = {s: [json.loads(l) for l in (FREE / f'agentic_free_wording_{s}.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
             for s in ('dev', 'test')}
@@ -299,8 +301,8 @@ def _intent_as_plan(ops, start) -> tuple[list, dict]:
 def test_real_every_intent_is_a_plan(real_graph):
     "Each template question's intent, written in the plan language (08d), gives the oracle's answer on the real graph: the language subsumes the intents."
     from scholarqa.kg.academic import fold
-    from scholarqa.kg.plans import PlanGraph, run_plan
-    from scholarqa.methods.agentic import INTENTS
+    from scholarqa.agent.plans import PlanGraph, run_plan
+    from scholarqa.agent.planner import INTENTS
     from scholarqa.methods.agentic_questions import make_questions
     g = real_graph[0]
     pg, bad, n = PlanGraph(g), [], 0
@@ -317,7 +319,7 @@ def test_real_every_intent_is_a_plan(real_graph):
 def test_real_plan_schema_covers_the_graph(real_graph):
     """Every relation the real graph holds between papers, people, venues and institutions is one a plan can walk, and every
     attribute a plan may read has values in it (countries and ROR ids from OpenAlex, source ids and DOIs, citation counts)."""
-    from scholarqa.kg.plans import PLAN_ATTRIBUTES, PLAN_RELATIONS, PlanGraph
+    from scholarqa.agent.plans import PLAN_ATTRIBUTES, PLAN_RELATIONS, PlanGraph
     g = real_graph[0]
     pg = PlanGraph(g)
     stored = {(s, r, d) for (s, r, d), es in g.graph.edges.items() if es and s in PLAN_ATTRIBUTES and d in PLAN_ATTRIBUTES}
@@ -331,7 +333,8 @@ def test_two_titles_that_fit_equally_are_ambiguous_and_a_venue_is_found_by_its_f
     "A title without quotes that fits two papers as well is ambiguous (both listed), a typo still links one; a venue links by acronym and by its name without it."
     from scholarqa.kg.academic import AcademicGraph, demo_graph
     from scholarqa.kg.graphs import ScholarlyGraph
-    from scholarqa.methods.agentic import AgenticGraphRAG, find_mentions
+    from scholarqa.methods.agentic import AgenticGraphRAG
+    from scholarqa.agent.mentions import find_mentions
     sg = ScholarlyGraph()
     for i, t in enumerate(['Learning to Rank Scientific Papers with Citation Graphs', 'Learning to Rank Scientific Papers with Citation Counts']):
         sg.add_node('Paper', f'p{i}', title=t, year=2020)
@@ -351,7 +354,8 @@ def test_two_titles_that_fit_equally_are_ambiguous_and_a_venue_is_found_by_its_f
 def test_a_result_of_another_type_than_asked_is_never_ok(planner):
     "Verification checks the answer's type: a planner that hands over a plan giving a venue for a question asking for a year gets no `ok`."
     from scholarqa.kg.academic import demo_graph
-    from scholarqa.methods.agentic import INTENTS, AgenticGraphRAG, Planner
+    from scholarqa.agent.planner import INTENTS, Planner
+    from scholarqa.methods.agentic import AgenticGraphRAG
     class Wrong(Planner):
         def plan(self, graph, question):
             p = super().plan(graph, question)
@@ -387,7 +391,7 @@ def test_real_composed_plans_use_every_operation_and_give_the_gold(real_graph, p
 def test_the_planner_default_is_the_one_dev_kept():
     "The package's planner composes plans as the last full run of 08b kept on dev (`planner_dev`), not as anyone assumed."
     import csv, inspect
-    from scholarqa.methods.agentic import Planner
+    from scholarqa.agent.planner import Planner
     rows = list(csv.DictReader((FREE.parents[1] / 'outputs' / '08_agentic' / 'planner_dev.csv').open(encoding='utf-8')))
     kept = [r['compose'] for r in rows if r['kept'] == 'True']
     assert len(rows) >= 3 and kept == [inspect.signature(Planner.__init__).parameters['compose'].default], (kept, rows)

@@ -17,10 +17,11 @@ import numpy as np
 from ..generate.answer import Answer, Evidence, EvidenceItem
 from ..protocol import ask
 from ..evaluate import value_scores
-from .agentic import (
-    INTENTS, QUERY_TYPES, encode_query, find_venues, link_author, plan_record)
-from ..kg.plans import PlanGraph, node_value, run_plan
-from ..kg.compose import plan_query_type, slot_type
+from ..agent.planner import INTENTS, QUERY_TYPES, encode_query
+from ..agent.mentions import find_venues, link_author
+from .agentic import plan_record
+from ..agent.plans import PlanGraph, node_value, run_plan
+from ..agent.compose import plan_query_type, slot_type
 
 # %% auto #0
 __all__ = ['PHRASINGS', 'gold_values', 'question_starts', 'make_questions', 'loosen_title', 'loose_questions', 'load_paraphrases',

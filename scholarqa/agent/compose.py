@@ -8,7 +8,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .academic import blank
+from ..kg.academic import blank
 from .answers import (
     CONSTRAINTS, NOT_HELD, constraints, expected_answer, masked, unaccounted)
 from .plans import PLAN_ATTRIBUTES, PlanError, PlanGraph, plan_answer, run_plan

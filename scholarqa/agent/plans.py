@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .academic import SOURCE_ID_KEY, fold
+from ..kg.academic import SOURCE_ID_KEY, fold
 
 # %% auto #0
 __all__ = ['PLAN_RELATIONS', 'SYMMETRIC_RELATIONS', 'PLAN_ATTRIBUTES', 'NODE_ANSWERS', 'COMPARISONS', 'PlanError', 'plan_type',

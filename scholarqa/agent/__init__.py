@@ -1,0 +1,1 @@
+"The agent's reading of a question over a scholarly graph: the names it holds (nbs/08f_mentions), the answer it asks for (08c_answer_types), the plan that answers it (08d_plans, 08e_compose, 08g_planner)."
