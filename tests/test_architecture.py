@@ -9,7 +9,7 @@ PKG = Path(__file__).resolve().parents[1] / 'scholarqa'
 
 # bottom to top; a module may import its own floor or any floor below (DESIGN.md, "Architecture")
 FLOORS = [('doc', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('protocol',), ('evaluate',),
-          ('methods', 'agent'),
+          ('methods', 'agent', 'aqa'),
           ('compare',), ('commands', 'cli')]
 FOUNDATION_TOP = 6          # floors 0-6 are the foundations (00-03 notebooks)
 
@@ -21,7 +21,7 @@ def module_name(path: Path) -> str:
 def modules() -> dict:
     return {module_name(p): p for p in sorted(PKG.rglob('*.py')) if p.name != '_modidx.py'}
 
-ROOT_PACKAGES = {'', 'readers', 'kg', 'retrieval', 'generate', 'methods', 'commands', 'agent'}   # folder markers: a docstring, no imports
+ROOT_PACKAGES = {'', 'readers', 'kg', 'retrieval', 'generate', 'methods', 'commands', 'agent', 'aqa'}   # folder markers: a docstring, no imports
 
 def imports_of(name: str, path: Path) -> dict:
     "{imported scholarqa module: 'top' | 'lazy'} for one module (relative imports resolved)."

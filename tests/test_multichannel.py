@@ -9,8 +9,8 @@ import pytest
 from scholarqa.datasets import Dataset, DatasetUnavailable, find_data_dir, load_dataset
 from scholarqa.doc import Paper, Section, Paragraph, paper_id
 from scholarqa.protocol import MethodOptionError, ask, open_method, train_method
-from scholarqa.methods.multichannel import (CHANNELS, NotAModelFolder, aqa_from_citation_graph, check_leak_free, load_aqa_task,
-                                            save_split, write_oag_aqa_fixture)
+from scholarqa.methods.multichannel import CHANNELS, NotAModelFolder
+from scholarqa.aqa.task import aqa_from_citation_graph, check_leak_free, load_aqa_task, save_split, write_oag_aqa_fixture
 
 DATA = find_data_dir()
 needs_citeseer = pytest.mark.skipif(DATA is None or not (DATA / 'citeseer_tag').exists(),
