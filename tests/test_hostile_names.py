@@ -23,7 +23,8 @@ def _files(root: Path) -> set:
 
 def test_hostile_titles_headings_and_questions(tmp_path, tally):
     from scholarqa.ingest import Corpus
-    from scholarqa.kg.rdf import load_kg, paper_outline
+    from scholarqa.kg.rdf import load_kg
+    from scholarqa.kg.queries import paper_outline
     src, work = tmp_path / 'src', tmp_path / 'work'
     src.mkdir(); work.mkdir()
     template = sorted(demo_dir().glob('*.md'))[0].read_text(encoding='utf-8')

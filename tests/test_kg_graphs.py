@@ -7,7 +7,8 @@ from scholarqa.datasets import load_dataset, DatasetUnavailable
 from scholarqa.kg.graphs import (ScholarlyGraph, scholarly_graph, normalise_venue, venue_series, author_key,
                                  initials_merges, merge_duplicate_works, to_rdf, from_rdf, to_pyg, citation_data,
                                  graph_statistics)
-from scholarqa.kg.rdf import person_id, venue_id, org_id, paper_triples, new_dataset, add_graph_to_dataset
+from scholarqa.kg.vocab import person_id, venue_id, org_id
+from scholarqa.kg.rdf import paper_triples, new_dataset, add_graph_to_dataset
 
 
 def _real(name):

@@ -10,11 +10,10 @@ from rdflib import Graph, URIRef
 from scholarqa.ingest import Corpus, ingest
 from scholarqa.doc import iter_paragraphs, iter_sections
 from scholarqa.datasets import load_dataset, demo_dir, DatasetUnavailable
-from scholarqa.kg.rdf import (CITO, SQA, add_entities, cited_by, citations_of, corpus_counts, corpus_to_dataset, entity_iri,
-                              entity_neighbourhood, find_entities, graph_iri, graphs_isomorphic, load_kg, load_ontology,
-                              open_store, paper_graphs, paper_iri, paper_outline, paragraphs_mentioning, remove_paper,
-                              replace_paper, save_dataset, sync_with_manifest, triples_naming, type_counts, write_ontology,
-                              ONTOLOGY_TTL, pid_of_graph)
+from scholarqa.kg.vocab import CITO, SQA, entity_iri, graph_iri, load_ontology, paper_iri, write_ontology, ONTOLOGY_TTL, pid_of_graph
+from scholarqa.kg.queries import add_entities
+from scholarqa.kg.rdf import corpus_counts, corpus_to_dataset, graphs_isomorphic, load_kg, open_store, paper_graphs, remove_paper, replace_paper, save_dataset, sync_with_manifest, triples_naming, type_counts
+from scholarqa.kg.queries import cited_by, citations_of, entity_neighbourhood, find_entities, paper_outline, paragraphs_mentioning
 from rdflib.namespace import RDF
 
 ROOT = Path(__file__).resolve().parents[1]

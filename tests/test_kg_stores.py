@@ -12,10 +12,11 @@ import pytest
 from scholarqa.datasets import load_dataset
 from scholarqa.kg.entities import PatternExtractor, entity_key, extract_entities
 from scholarqa.kg.graphs import from_rdf, graph_statistics, scholarly_graph, to_rdf
-from scholarqa.kg.rdf import (SCHOLARLY_GRAPH, OxigraphServer, add_entities, add_graph_to_dataset, cited_by, citations_of,
-                              corpus_counts, corpus_to_dataset, entity_neighbourhood, find_entities, find_entity_info,
-                              is_remote, load_into, open_store, paper_graphs, paper_outline, paragraphs_mentioning,
-                              quad_count, remove_paper, save_dataset, triples_naming, type_counts, with_values)
+from scholarqa.kg.vocab import SCHOLARLY_GRAPH
+from scholarqa.kg.server import OxigraphServer
+from scholarqa.kg.rdf import add_graph_to_dataset, corpus_counts, corpus_to_dataset, is_remote, load_into, open_store, paper_graphs, quad_count, remove_paper, save_dataset, triples_naming, type_counts, with_values
+from scholarqa.kg.queries import add_entities
+from scholarqa.kg.queries import cited_by, citations_of, entity_neighbourhood, find_entities, find_entity_info, paper_outline, paragraphs_mentioning
 from scholarqa.methods.sketch import TripleGraph, edges_of, extract_triples, triples_to_rdf
 from scholarqa.retrieval.chunk import chunk_corpus, default_tokenizer
 

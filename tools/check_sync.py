@@ -1,5 +1,5 @@
 """CI check: notebooks are clean, modules match their notebooks, README matches nbs/index.ipynb, the packaged ontology
-matches the one defined in nbs/01_kg.ipynb (module scholarqa.kg.rdf).
+matches the one defined in nbs/01f_vocabulary.ipynb (module scholarqa.kg.vocab).
 
 Runs nbdev-clean, nbdev-export, tools/make_readme.py and writes scholarqa/ontology.ttl, and fails (listing the files) if any of them changed a file.
 The files are left in their regenerated state, so a developer only has to review and commit them."""
@@ -15,7 +15,7 @@ def snapshot():
     return {f.relative_to(root).as_posix(): hashlib.blake2b(f.read_bytes()).hexdigest() for f in files if f.exists()}
 
 before = snapshot()
-write_onto = "from scholarqa.kg.rdf import write_ontology; write_ontology('scholarqa/ontology.ttl')"
+write_onto = "from scholarqa.kg.vocab import write_ontology; write_ontology('scholarqa/ontology.ttl')"
 for cmd in ([str(bin_dir / 'nbdev-clean')], [str(bin_dir / 'nbdev-export')], [sys.executable, str(root / 'tools' / 'make_readme.py')],
             [sys.executable, '-c', write_onto]):
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)

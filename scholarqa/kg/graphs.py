@@ -25,7 +25,7 @@ import unicodedata
 import urllib.parse
 from ..doc import Author, blake2b_hex, norm_source_id, normalise_text
 from ..readers.metadata import aan_name
-from .rdf import (
+from .vocab import (
     BASE, CITO, FABIO, KG_PREFIXES, SQA, org_id, org_iri, paper_iri, person_id, person_iri,
     venue_id, venue_iri)
 

@@ -203,7 +203,7 @@ def chunk_iri(c: Chunk):
     "A paragraph chunk's paragraph IRI (01_kg); any other chunk's own IRI under its paper."
     from urllib.parse import quote
     from rdflib import URIRef
-    from scholarqa.kg.rdf import paper_iri, paragraph_iri
+    from scholarqa.kg.vocab import paper_iri, paragraph_iri
     if (c.paragraph_start == c.paragraph_end and c.sentence_span is None
         and c.paragraph_ids in ([], [c.id])):
         return paragraph_iri(c.paper_id, c.section_path, c.paragraph_start)
@@ -213,7 +213,7 @@ def chunk_graph_to_rdf(graph: ChunkGraph, chunks: list[Chunk], dataset=None):
     """The chunk graph's edges as triples in the named graph …/graph/chunks of `dataset`
     (01_kg's), or in a new graph; returns it."""
     from rdflib import RDF, Graph, URIRef
-    from scholarqa.kg.rdf import BASE, SQA, bind_prefixes, paragraph_iri
+    from scholarqa.kg.vocab import BASE, SQA, bind_prefixes, paragraph_iri
     if [c.id for c in chunks] != list(graph.ids):
         raise ValueError('chunks must be the graph\'s rows, in order')
     out = (dataset.graph(URIRef(f'{BASE}graph/chunks')) if dataset is not None

@@ -17,8 +17,10 @@ from scholarqa.doc import (
     atomic_write_npy, atomic_write_text, blake2b_hex, load_spacy, progress, split_sentences,
     writer_lock)
 from ..kg.entities import entity_key, type_long_form
-from ..kg.rdf import (
-    BASE, SQA, SPARQL_PREFIXES, entity_class, entity_iri, kg_select, new_dataset, paragraph_iri)
+from ..kg.vocab import BASE, SQA, SPARQL_PREFIXES, entity_iri, paragraph_iri
+from ..kg.queries import entity_class
+from ..kg.rdf import new_dataset
+from ..kg.queries import kg_select
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.dense import DenseRetriever

@@ -17,7 +17,10 @@ from fastcore.basics import patch
 from scholarqa.doc import (
     atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy,
     writer_lock)
-from ..kg.rdf import add_entities, corpus_to_dataset, kg_select, paragraph_iri
+from ..kg.queries import add_entities
+from ..kg.rdf import corpus_to_dataset
+from ..kg.queries import kg_select
+from ..kg.vocab import paragraph_iri
 from ..kg.entities import PatternExtractor, entity_key, extract_entities
 from ..retrieval.base import Chunk, Hit, chunk_index_text
 from ..retrieval.chunk import chunk_corpus
@@ -65,7 +68,10 @@ def build_entity_layer(papers,                     # Paper objects (the corpus)
     """Extract entities, write them into the RDF document graph, read node → paragraph links back
     with SPARQL."""
     from scholarqa.kg.entities import PatternExtractor, extract_entities, entity_key
-    from scholarqa.kg.rdf import corpus_to_dataset, add_entities, kg_select, paragraph_iri
+    from scholarqa.kg.rdf import corpus_to_dataset
+    from scholarqa.kg.queries import add_entities
+    from scholarqa.kg.queries import kg_select
+    from scholarqa.kg.vocab import paragraph_iri
     papers = list(papers)
     extractors = extractors if extractors is not None else [PatternExtractor().fit(papers)]
     ents, mentions = extract_entities(papers, extractors, progress=progress)
