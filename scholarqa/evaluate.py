@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .doc import Paper, iter_paragraphs, normalise_text
-from .generate.backends import GenParams, JSONOutputError, Message
+from .generate.base import GenParams, JSONOutputError, Message
 from .generate.answer import _ANS_WORD, encode_texts, load_minilm
 from .measure import CI_BELOW, ci_text
 
@@ -508,7 +508,7 @@ def seed_protocol_questions(papers, n: int, backend,  # any 03_generate backend 
                             seed: int = 0, params=None) -> list[dict]:
     """The seed's evaluation protocol: n random paragraphs, one LLM-written question each (gold =
     the paragraph)."""
-    from scholarqa.generate.backends import GenParams, Message
+    from scholarqa.generate.base import GenParams, Message
     params = params or GenParams(max_tokens=48)
     out = []
     for i, (p, s, para) in enumerate(sample_paragraphs(papers, n, seed)):

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 from fastcore.basics import patch
 from .doc import blake2b_hex
-from .generate.backends import Backend, BackendError, GenParams, make_backend
+from .generate.base import Backend, BackendError, GenParams
+from .generate.backends import make_backend
 from .generate.answer import Answer, Evidence, EvidenceItem, Generator, evidence_labels
 
 # %% auto #0

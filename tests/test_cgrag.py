@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip('torch_geometric')
-from scholarqa.generate.backends import ScriptedBackend
+from scholarqa.generate.base import ScriptedBackend
 from scholarqa.protocol import MethodOptionError, ask, open_method, train_method
 from scholarqa.methods.cgrag import (build_chunk_graph, candidate_subgraph, fusion_scores, new_lesegr, query_delta,
                                      with_self_loops)

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 
 from scholarqa.generate.answer import INSUFFICIENT_CONTEXT, ExtractiveGenerator, Generator, LexicalEncoder, check_citations, load_minilm
-from scholarqa.generate.backends import Backend, BackendError, Completion, BACKENDS, ScriptedBackend, make_backend
+from scholarqa.generate.base import Backend, BackendError, Completion, ScriptedBackend
+from scholarqa.generate.backends import BACKENDS, make_backend
 from scholarqa.evaluate import distinct_n, judge, parse_yesno, rouge_l, semantic_similarity, token_f1
 from scholarqa.doc import iter_paragraphs, section_trail
 from scholarqa.datasets import demo_dir, load_dataset

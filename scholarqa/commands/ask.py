@@ -91,7 +91,7 @@ def _print_answer(res: dict) -> None:
 
 def _ask_cmd(args) -> int:
     need('scholarqa.protocol', 'index,embed,generate', 'ask')
-    from scholarqa.generate.backends import BackendError
+    from scholarqa.generate.base import BackendError
     from scholarqa.protocol import ask, default_method
     qs, err = one_or_batch(args, 'ask')
     if err: print(err, file=sys.stderr); return 2

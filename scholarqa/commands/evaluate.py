@@ -55,7 +55,7 @@ def _scoped_options(pairs: list, names: list) -> dict:
 
 def _eval_cmd(args) -> int:
     compare = need('scholarqa.compare', 'index,embed,generate', 'eval')
-    from scholarqa.generate.backends import BackendError
+    from scholarqa.generate.base import BackendError
     err = lambda m: (print(f'scholarqa eval: {m}', file=sys.stderr), 2)[1]
     names = list(dict.fromkeys(args.method))
     if not names: return err('name at least one --method')

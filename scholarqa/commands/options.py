@@ -194,7 +194,7 @@ def method_options(pairs) -> dict:
 
 def backend_kwargs(args, method=None) -> dict:
     "Constructor arguments of the chosen backend from the command line."
-    from scholarqa.generate.backends import BackendError
+    from scholarqa.generate.base import BackendError
     if args.backend == 'llama_cpp': return {'model_path': args.model}
     if args.backend == 'openai': return {'base_url': args.base_url, 'model': args.model}
     if args.backend == 'transformers':

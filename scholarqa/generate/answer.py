@@ -18,8 +18,8 @@ from ..doc import (
     LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label,
     split_sentences_rules)
 from ..retrieval.base import Hit
-from .backends import (
-    BACKENDS, Backend, BackendError, Completion, GenParams, Message, make_backend)
+from .backends import BACKENDS, make_backend
+from .base import Backend, BackendError, Completion, GenParams, Message
 
 # %% auto #0
 __all__ = ['INSUFFICIENT_CONTEXT', 'CONTEXT_BUDGET', 'SUPPORT_THRESHOLDS', 'ANSWER_STATUSES', 'RESULT_STATUSES', 'EvidenceItem',

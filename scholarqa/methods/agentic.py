@@ -242,7 +242,7 @@ def llm_phrase(backend, question: str, values: list, evidence: list,
                rejected=(),  # claims of a rejected attempt, named in the prompt of the next one
                max_facts: int = 12, max_tokens: int = 96) -> str:
     "An answer sentence written by an LLM backend (03) from the executed values and the facts read."
-    from scholarqa.generate.backends import GenParams
+    from scholarqa.generate.base import GenParams
     facts = '\n'.join(f'- {s} | {r} | {o}' for s, r, o in evidence[:max_facts]) or '- (none)'
     prompt = PHRASE_PROMPT.format(facts=facts, values=join_values(values) or 'none',
                                   question=question)

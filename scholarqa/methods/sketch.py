@@ -30,8 +30,9 @@ from ..generate.answer import Evidence, content_words
 from scholarqa.protocol import (
     GeneratorAnswer, MethodOptionError, RetrieverMethod, check_options, method_backend,
     register_method)
-from ..generate.backends import (
-    BackendError, GenParams, JSONOutputError, Message, json_max_chars, make_backend)
+from ..generate.base import (
+    BackendError, GenParams, JSONOutputError, Message, json_max_chars)
+from ..generate.backends import make_backend
 
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'TRIPLE_MAX_TOKENS', 'SKETCH_TEXT_PER_K', 'SKETCH_CACHE_VERSION', 'SKETCH_TEXT', 'Triple',

@@ -19,7 +19,8 @@ from ..retrieval.chunk import chunk_corpus
 from ..generate.answer import content_words, truncate_tokens
 from ..protocol import (
     MethodOptionError, RetrieverMethod, check_options, method_backend, register_method)
-from ..generate.backends import BackendCrash, BackendError, GenParams, make_backend
+from ..generate.backends import BackendCrash, make_backend
+from ..generate.base import BackendError, GenParams
 from ..retrieval.store import dense_over
 
 # %% auto #0

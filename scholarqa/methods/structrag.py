@@ -27,7 +27,7 @@ from ..retrieval.chunk import chunk_corpus
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.splade import SpladeRetriever
 from ..retrieval.store import IndexStore
-from ..generate.backends import GenParams, Message
+from ..generate.base import GenParams, Message
 from scholarqa.generate.answer import (
     CONTEXT_BUDGET, Answer, Evidence, answer_prompt, build_context, check_citations,
     is_insufficient)
@@ -454,7 +454,7 @@ def structrag_messages(question: str, hits,
     """The answer prompt of 03_generate, optionally with the structural metadata stripped from
     the passages."""
     from scholarqa.generate.answer import answer_prompt, build_context, CONTEXT_BUDGET
-    from scholarqa.generate.backends import Message
+    from scholarqa.generate.base import Message
     budget = CONTEXT_BUDGET if budget is None else budget
     msgs = answer_prompt(question, hits, budget=budget, tokenizer=tokenizer)
     if structure: return msgs
@@ -469,7 +469,7 @@ def generate_answer(backend, question: str, hits, structure: bool = True,
                     tokenizer=None, encoder=None) -> Answer:
     """Answer from `hits` with any 03_generate backend; citations and invented labels are checked
     when labels are on."""
-    from scholarqa.generate.backends import GenParams
+    from scholarqa.generate.base import GenParams
     from scholarqa.generate.answer import check_citations, is_insufficient
     params = params or GenParams(max_tokens=128)
     c = backend.chat(structrag_messages(question, hits, structure, tokenizer=tokenizer), params)
