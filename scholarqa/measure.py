@@ -18,12 +18,12 @@ from pathlib import Path
 from .doc import atomic_write_bytes, atomic_write_text
 
 # %% auto #0
-__all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'PORTABLE_NUMERICS', 'KEPT_IF_SET',
-           'ENV_SETTINGS', 'NATIVE_INFO', 'CI_BELOW', 'file_hash', 'tree_hash', 'notebook_hash', 'package_versions',
-           'set_seeds', 'project_root', 'git_state', 'portable_path', 'OtherLoad', 'thread_settings', 'resident_mb',
-           'cpu_model', 'machine_state', 'query_threads', 'quiet_openmp', 'time_calls', 'hold_cores',
-           'portable_numerics_env', 'kernel_settings', 'numeric_dispatch', 'MissingComponent', 'RunRecord',
-           'note_native', 'compare_outputs', 'bootstrap_ci', 'ci_text']
+__all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'QUERY_BATCH', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'PORTABLE_NUMERICS',
+           'KEPT_IF_SET', 'ENV_SETTINGS', 'NATIVE_INFO', 'CI_BELOW', 'file_hash', 'tree_hash', 'notebook_hash',
+           'package_versions', 'set_seeds', 'project_root', 'git_state', 'portable_path', 'OtherLoad',
+           'thread_settings', 'resident_mb', 'cpu_model', 'machine_state', 'query_threads', 'quiet_openmp',
+           'time_calls', 'hold_cores', 'portable_numerics_env', 'kernel_settings', 'numeric_dispatch',
+           'MissingComponent', 'RunRecord', 'note_native', 'compare_outputs', 'bootstrap_ci', 'ci_text']
 
 # %% ../nbs/00h_measure.ipynb #8a3073f6
 def file_hash(path, nbytes: int = 16) -> str:
@@ -190,6 +190,9 @@ def machine_state() -> dict:
 # threads for one query: close to the best on a quiet machine, far better under load
 # (outputs/02_index/speed_query_threads.md)
 QUERY_THREADS = 1
+# at most this many texts (uncached, to encode) or queries (to search) count as "a query or two":
+# they run on QUERY_THREADS, anything larger on every thread (02d_dense, 02db_vector_index)
+QUERY_BATCH = 8
 
 @contextlib.contextmanager
 def query_threads(n: int = QUERY_THREADS):

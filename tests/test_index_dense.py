@@ -9,7 +9,8 @@ import pytest
 from scholarqa.ingest import Corpus
 from scholarqa.doc import iter_paragraphs
 from scholarqa.datasets import load_dataset, demo_dir
-from scholarqa.retrieval.dense import Encoder, VectorIndex, DenseRetriever, ann_recall, chunk_int_id, onnx_available
+from scholarqa.retrieval.dense import Encoder, DenseRetriever, chunk_int_id, onnx_available
+from scholarqa.retrieval.vector_index import VectorIndex, ann_recall
 from scholarqa.retrieval.store import IndexStore, build_index
 from scholarqa.retrieval.chunk import chunk_corpus
 from scholarqa.retrieval.base import chunk_index_text

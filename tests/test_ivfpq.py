@@ -10,7 +10,7 @@ from cli_run import cli
 
 def test_ivfpq_index_from_the_command_line(tmp_path, demo_cli_copy):
     from scholarqa.retrieval.store import IndexStore, state_dir
-    from scholarqa.retrieval.dense import _on_disk_lists
+    from scholarqa.retrieval.vector_index import _on_disk_lists
     demo_cli_copy(tmp_path, corpus='c')                                  # the demo corpus as `scholarqa ingest` writes it
     r = cli('index', tmp_path / 'c', '--out', tmp_path / 'ix', '--index', 'ivfpq', '--json')
     assert r.returncode == 0, r.stderr
@@ -34,7 +34,8 @@ def test_ivfpq_index_from_the_command_line(tmp_path, demo_cli_copy):
 
 def test_ivfpq_store_update_writes_a_new_lists_file(tmp_path):
     from scholarqa.datasets import load_dataset
-    from scholarqa.retrieval.dense import Encoder, _on_disk_lists
+    from scholarqa.retrieval.dense import Encoder
+    from scholarqa.retrieval.vector_index import _on_disk_lists
     from scholarqa.retrieval.store import IndexStore, build_index, state_dir
     papers = load_dataset('demo').papers
     enc = Encoder(progress=False)

@@ -14,7 +14,8 @@ from ..doc import (
 from ..evaluate import evaluate_run
 from ..retrieval.base import Chunk
 from ..retrieval.bm25 import BM25Index
-from ..retrieval.dense import model_identity, quiet_model_loading, trainer_progress
+from ..retrieval.dense import model_identity, quiet_model_loading
+from ..doc import trainer_progress
 
 # %% auto #0
 __all__ = ['MEMO_MAX', 'paper_chunks', 'top_ids', 'BM25Channel', 'DenseChannel', 'bm25_hard_negatives', 'training_pairs',

@@ -4,29 +4,21 @@
 
 # %% ../../nbs/02d_dense.ipynb #4bc31d3f
 from __future__ import annotations
-from pathlib import Path
-import hashlib
-import importlib
-import importlib.util
-import io
-import json
+import hashlib, importlib.util, io, json, os, sys, time
 import numpy as np
-import os
-import secrets
-import sys
 from fastcore.basics import patch
-import time
-from ..measure import kernel_settings, query_threads
+from pathlib import Path
 from ..doc import (
-    atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress, settled,
-    split_sentences, user_cache_dir, TokenCounter, quiet_model_loading, trainer_progress)
-from .base import Chunk, Hit, Retriever, chunk_index_text
+    atomic_write_bytes, atomic_write_json, blake2b_hex, bundled_minilm_path, progress,
+    quiet_model_loading, settled, split_sentences, TokenCounter, user_cache_dir)
+from ..measure import kernel_settings, QUERY_BATCH, query_threads
+from .base import Chunk, chunk_index_text, Hit, Retriever
+from .vector_index import VectorIndex
 
 # %% auto #0
-__all__ = ['ICT_RECORD', 'QUERY_BATCH', 'ENCODE_CACHE_ENV', 'SHARED_MIN', 'VECTOR_INDEX_KINDS', 'default_embedding_model',
-           'model_identity', 'default_cache_dir', 'EmbeddingCache', 'plain_model_config', 'Encoder', 'onnx_available',
-           'export_module_onnx', 'export_onnx', 'quantize_onnx', 'encoder_benchmark', 'VectorIndex', 'ann_recall',
-           'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
+__all__ = ['ICT_RECORD', 'ENCODE_CACHE_ENV', 'SHARED_MIN', 'default_embedding_model', 'model_identity', 'default_cache_dir',
+           'EmbeddingCache', 'plain_model_config', 'Encoder', 'onnx_available', 'export_module_onnx', 'export_onnx',
+           'quantize_onnx', 'encoder_benchmark', 'chunk_int_id', 'DenseRetriever', 'SentenceWindowRetriever']
 
 # %% ../../nbs/02d_dense.ipynb #3959a1f4
 def default_embedding_model() -> str:
@@ -227,7 +219,6 @@ class Encoder:
 
 
 # %% ../../nbs/02d_dense.ipynb #3395c900
-QUERY_BATCH = 8  # at most this many uncached texts are encoded on the single-query thread setting
 # a folder: whole encoding calls kept for the next process that makes the same call
 ENCODE_CACHE_ENV = 'SCHOLARQA_ENCODE_CACHE'
 # calls with fewer texts are not kept (a file per call would cost more than the encoding)
@@ -452,284 +443,6 @@ def encoder_benchmark(texts: list[str], queries: list[str],
                                                 for a, c in zip(top, base[1])]))}
         rows.append(row)
     return pd.DataFrame(rows)
-
-# %% ../../nbs/02d_dense.ipynb #def9fdff
-def _faiss():
-    "The faiss module, imported on first use (the rest of the package imports without it)."
-    import faiss
-    return faiss
-
-VECTOR_INDEX_KINDS = ('flat', 'ivf', 'hnsw', 'ivfpq')
-_TRAINED = ('ivf', 'ivfpq')  # kinds that learn from their first vectors
-
-class VectorIndex:
-    """Unit vectors under int64 ids in FAISS, searched by inner product: 'flat' (exact), 'ivf',
-    'hnsw' or 'ivfpq' (approximate)."""
-    def __init__(self, dim: int, kind: str = 'flat',
-                 nlist: int = 1024,
-                 nprobe: int = 16,  # IVF: cells (capped at n/39 when trained), cells searched
-                 hnsw_m: int = 32, ef_construction: int = 200,
-                 ef_search: int = 128,   # HNSW graph degree and beam widths
-                 rebuild_at: float = 0.2,  # HNSW: rebuild when this share of vectors is tombstoned
-                 pq_m: int = 64,
-                 pq_nbits: int = 8,  # IVF-PQ: codes per vector (a divisor of dim), bits per code
-                 train_size: int = 100_000,                         # IVF, IVF-PQ: train on at most this many of the first vectors
-                 on_disk: bool = True,                              # IVF-PQ: `save` writes the cells' lists to a file read by mmap
-                 refine: int = 10):                                 # IVF-PQ: re-score k × refine candidates with the exact vectors (0: off)
-        if kind not in VECTOR_INDEX_KINDS:
-            raise ValueError(f'kind must be one of {VECTOR_INDEX_KINDS}, not {kind!r}')
-        self.dim, self.kind, self.rebuild_at = int(dim), kind, rebuild_at
-        self.params = {'nlist': nlist, 'nprobe': nprobe, 'hnsw_m': hnsw_m,
-                       'ef_construction': ef_construction, 'ef_search': ef_search}
-        if kind == 'ivfpq':
-            self.params.update(pq_m=pq_m, pq_nbits=pq_nbits, on_disk=bool(on_disk),
-                               refine=int(refine))
-        if kind in _TRAINED: self.params['train_size'] = train_size
-        self.ids: set[int] = set()          # live ids
-        self.tombstones: set[int] = set()   # HNSW only: removed ids still in the graph
-        self.fv_ids = np.zeros(0, np.int64)  # IVF-PQ with refine: the exact vectors' ids, sorted …
-        # … and the vectors in that order (memory-mapped once loaded)
-        self.fv = np.zeros((0, self.dim), np.float32)
-        self.index = None if kind in _TRAINED else self._new_index()
-
-    def _new_index(self, train: np.ndarray | None = None):
-        p = self.params
-        if self.kind == 'flat': return _faiss().IndexIDMap2(_faiss().IndexFlatIP(self.dim))
-        if self.kind == 'hnsw':
-            h = _faiss().IndexHNSWFlat(self.dim, p['hnsw_m'], _faiss().METRIC_INNER_PRODUCT)
-            h.hnsw.efConstruction, h.hnsw.efSearch = p['ef_construction'], p['ef_search']
-            return _faiss().IndexIDMap2(h)
-        if len(train) > p['train_size']:  # a fixed-seed sample: the same cells on every run
-            train = train[np
-                          .sort(np.random.default_rng(0)
-                                .choice(len(train), p['train_size'], replace=False))]
-        # FAISS wants >= 39 training points per cell
-        nlist = max(1, min(p['nlist'], len(train) // 39))
-        quantizer = _faiss().IndexFlatIP(self.dim)
-        if self.kind == 'ivf': ivf = _faiss().IndexIVFFlat(quantizer, self.dim, nlist,
-                                                           _faiss().METRIC_INNER_PRODUCT)
-        else:
-            # PQ splits dim into m equal parts
-            m = max(d for d in range(1, min(p['pq_m'], self.dim) + 1) if self.dim % d == 0)
-            # 2**nbits centroids need as many points
-            nbits = max(1, min(p['pq_nbits'], int(np.log2(len(train)))))
-            ivf = _faiss().IndexIVFPQ(quantizer, self.dim, nlist, m, nbits,
-                                      _faiss().METRIC_INNER_PRODUCT)
-        ivf.train(train); ivf.nprobe = min(p['nprobe'], nlist)
-        # lets remove_ids and reconstruct work by id
-        ivf.set_direct_map_type(_faiss().DirectMap.Hashtable)
-        return ivf
-
-    def __len__(self): return len(self.ids)
-    def __contains__(self, i): return int(i) in self.ids
-    def __repr__(self):
-        return f'VectorIndex({self.kind}, dim={self.dim}, {len(self)} vectors, {len(self.tombstones)} tombstones)'
-
-# %% ../../nbs/02d_dense.ipynb #930abe7a
-def _faiss_ids(ids) -> np.ndarray:
-    ids = np.asarray(list(ids), dtype=np.int64).reshape(-1)
-    if len(set(ids.tolist())) != len(ids): raise ValueError('duplicate ids in one call')
-    return ids
-
-def _on_disk_lists(index):
-    "The OnDiskInvertedLists of an IVF index read from disk, or None."
-    ivf = _faiss().extract_index_ivf(index)
-    il = _faiss().downcast_InvertedLists(ivf.invlists)
-    return il if isinstance(il, _faiss().OnDiskInvertedLists) else None
-
-@patch
-def _writable(self: VectorIndex) -> None:
-    """Before a change: copy lists (and exact vectors) read from a saved index's files into
-    memory (they belong to the saved state)."""
-    if isinstance(self.fv, np.memmap): self.fv = np.array(self.fv)
-    if self.index is None or self.kind != 'ivfpq' or (od := _on_disk_lists(self.index)) is None:
-        return
-    ivf = _faiss().extract_index_ivf(self.index)
-    mem = _faiss().ArrayInvertedLists(ivf.nlist, ivf.code_size)
-    for l in range(ivf.nlist):
-        if n := od.list_size(l): mem.add_entries(l, n, od.get_ids(l), od.get_codes(l))
-    # the index owns (and frees) the copy from now on
-    ivf.replace_invlists(mem, True); mem.this.disown()
-
-@patch
-def add(self: VectorIndex, ids, vecs: np.ndarray) -> None:
-    "Add vectors (n, dim) under int64 `ids`; an id already present is replaced."
-    ids = _faiss_ids(ids); vecs = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1, self.dim)
-    if len(ids) != len(vecs): raise ValueError(f'{len(ids)} ids for {len(vecs)} vectors')
-    if not len(ids): return
-    self._writable()
-    again = [i for i in ids.tolist() if i in self.ids or i in self.tombstones]
-    if again:
-        self.remove(again)
-        # HNSW: the old vectors must really leave the graph first
-        if self.tombstones & set(again): self.rebuild()
-    if self.index is None: self.index = self._new_index(train=vecs)
-    self.index.add_with_ids(vecs, ids)
-    self.ids.update(ids.tolist())
-    if self.params.get('refine'):
-        all_ids = np.concatenate([self.fv_ids, ids]); order = np.argsort(all_ids, kind='stable')
-        self.fv_ids, self.fv = all_ids[order], np.concatenate([self.fv, vecs])[order]
-
-@patch
-def remove(self: VectorIndex, ids) -> int:
-    """Remove ids (unknown ones are ignored); returns how many were removed. HNSW hides them
-    until the next rebuild."""
-    ids = [int(i) for i in ids if int(i) in self.ids]
-    if not ids: return 0
-    self._writable()
-    self.ids.difference_update(ids)
-    if self.params.get('refine'):
-        keep = ~np.isin(self.fv_ids, np.asarray(ids, np.int64))
-        self.fv_ids, self.fv = self.fv_ids[keep], self.fv[keep]
-    if self.kind == 'hnsw':
-        self.tombstones.update(ids)
-        if len(self.tombstones) > self.rebuild_at * max(1, self.index.ntotal): self.rebuild()
-    else: self.index.remove_ids(np.asarray(ids, dtype=np.int64))
-    return len(ids)
-
-@patch
-def vectors(self: VectorIndex, ids) -> np.ndarray:
-    """The stored vectors of live `ids`, (n, dim) float32 (IVF-PQ without refine: decoded from
-    the codes, so approximate)."""
-    if self.params.get('refine'):
-        return np.asarray(self.fv[np.searchsorted(self.fv_ids, np.asarray(ids, np.int64))],
-                          np.float32).reshape(-1, self.dim)
-    return (np.stack([self.index.reconstruct(int(i)) for i in ids]) if len(ids)
-            else np.zeros((0, self.dim), np.float32))
-
-@patch
-def rebuild(self: VectorIndex) -> None:
-    """Build the index again from the live vectors: drops HNSW tombstones, re-learns IVF cells
-    (IVF-PQ: from decoded vectors)."""
-    if self.index is None or not self.index.ntotal: self.tombstones.clear(); return
-    self._writable()
-    if self.kind == 'hnsw':  # read storage in bulk: id_map[i] is row i's id
-        rows = _faiss().vector_to_array(self.index.id_map)
-        # (ntotal, dim)
-        vecs = _faiss().downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)
-        keep = np.array([int(r) in self.ids for r in rows], dtype=bool)
-        ids, vecs = rows[keep], vecs[keep]
-    else:
-        ids = np.array(sorted(self.ids), dtype=np.int64); vecs = self.vectors(ids)
-    self.tombstones.clear()
-    self.index = (self._new_index(train=vecs) if len(ids)
-                  else (None if self.kind in _TRAINED else self._new_index()))
-    if len(ids): self.index.add_with_ids(np.ascontiguousarray(vecs, dtype=np.float32), ids)
-
-@patch
-def search(self: VectorIndex, vecs: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k by inner product for each query row: scores (nq, k) float32 and ids (nq, k) int64,
-    padded with -inf / -1."""
-    q = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1, self.dim)
-    scores = np.full((len(q), k), -np.inf, np.float32); ids = np.full((len(q), k), -1, np.int64)
-    if self.index is None or not self.ids or k <= 0: return scores, ids
-    refine = self.params.get('refine', 0)
-    # extra neighbours stand in for hidden ones
-    fetch = min(self.index.ntotal, k * max(1, refine) + len(self.tombstones))
-    if len(q) <= QUERY_BATCH:  # a query or two: one thread (00h_measure, query_threads)
-        with query_threads(): S, I = self.index.search(q, fetch)
-    else: S, I = self.index.search(q, fetch)
-    if refine:  # exact scores for the candidates, best first
-        for r in range(len(q)):
-            cand = I[r][I[r] >= 0]
-            exact = self.vectors(cand) @ q[r]
-            order = np.argsort(-exact, kind='stable')
-            S[r, :len(cand)], I[r, :len(cand)] = exact[order], cand[order]
-    for r in range(len(q)):
-        keep = [(s, i) for s, i in zip(S[r], I[r]) if i >= 0 and i not in self.tombstones][:k]
-        for c, (s, i) in enumerate(keep): scores[r, c], ids[r, c] = s, i
-    return scores, ids
-
-# %% ../../nbs/02d_dense.ipynb #8c267d68
-@patch
-def save(self: VectorIndex, out_dir) -> Path:
-    """Write `faiss.index` + `faiss_ids.json` (+ IVF-PQ's `faiss-<token>.ivfdata` and
-    `.vectors.npy`) into `out_dir` (atomic); returns the folder."""
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    ivfdata = vfile = None
-    token = secrets.token_hex(6)  # new names: readers of the old state keep their files
-    if self.params.get('refine'):  # the exact vectors, in id order, for re-scoring
-        vfile = f'faiss-{token}.vectors.npy'
-        with open(out / f'{vfile}.tmp', 'wb') as f:
-            np.save(f, np.ascontiguousarray(self.fv, np.float32)); f.flush(); os.fsync(f.fileno())
-        os.replace(out / f'{vfile}.tmp', out / vfile)
-    if self.index is not None and self.params.get('on_disk'):
-        ivfdata = f'faiss-{token}.ivfdata'
-        ivf = _faiss().extract_index_ivf(self.index)
-        od = _faiss().OnDiskInvertedLists(ivf.nlist, ivf.code_size, str(out / ivfdata))
-        lists = _faiss().InvertedListsPtrVector(); lists.push_back(ivf.invlists)
-        od.merge_from_multiple(lists.data(), 1, False)
-        mem, own = ivf.invlists, ivf.own_invlists
-        # serialise the index as naming the file …
-        ivf.own_invlists = False; ivf.replace_invlists(od, False)
-        try: data = _faiss().serialize_index(self.index).tobytes()
-        finally: ivf.replace_invlists(mem, own)  # … and go on with the lists in memory
-        del od                                                          # closes the file
-    else: data = _faiss().serialize_index(self.index).tobytes() if self.index is not None else b''
-    atomic_write_bytes(out / 'faiss.index', data)
-    atomic_write_json(out / 'faiss_ids.json',
-                      {'kind': self.kind, 'dim': self.dim, 'params': self.params,
-                       'rebuild_at': self.rebuild_at,
-                                               'ids': sorted(self.ids),
-                                               'tombstones': sorted(self.tombstones),
-                                               'index_blake2b': hashlib
-                                               .blake2b(data, digest_size=16).hexdigest(),
-                                               **({'ivfdata': ivfdata,
-                                                   'ivfdata_bytes': (out / ivfdata).stat().st_size}
-                                                  if ivfdata else {}),
-                                               **({'vectors': vfile, 'vectors_bytes': (out / vfile)
-                                                   .stat().st_size} if vfile else {})})
-    # files of earlier saves into this folder
-    for f in [*out.glob('faiss-*.ivfdata'), *out.glob('faiss-*.vectors.npy*')]:
-        if f.name not in (ivfdata, vfile): f.unlink()
-    return out
-
-@patch(cls_method=True)
-def load(cls: VectorIndex, out_dir) -> VectorIndex:
-    """Read an index written by `save`; refuses a folder whose index and id list do not belong
-    together."""
-    out = Path(out_dir)
-    meta = json.loads((out / 'faiss_ids.json').read_text())
-    data = (out / 'faiss.index').read_bytes()
-    if hashlib.blake2b(data, digest_size=16).hexdigest() != meta['index_blake2b']:
-        raise ValueError(f'{out}: faiss.index does not match faiss_ids.json (interrupted write?): '
-                         'rebuild the index')
-    self = cls(meta['dim'], meta['kind'], rebuild_at=meta['rebuild_at'], **meta['params'])
-    for key in ('ivfdata', 'vectors'):  # IVF-PQ's files beside the index, checked before use
-        if (meta.get(key)
-            and (not (out / meta[key]).is_file()
-                 or (out / meta[key]).stat().st_size != meta[f'{key}_bytes'])):
-            raise ValueError(f'{out}: {meta[key]} is missing or not {meta[f"{key}_bytes"]} bytes '
-                             '(interrupted write?): rebuild the index')
-    if meta.get('vectors'):  # the exact vectors, memory-mapped, rows in id order
-        self.fv, self.fv_ids = (np.load(out / meta['vectors'], mmap_mode='r'),
-                                np.asarray(meta['ids'], np.int64))
-        if self.fv.shape != (len(self.fv_ids), self.dim):
-            raise ValueError(f'{out}: {meta["vectors"]} has shape {self.fv.shape}, not '
-                             f'({len(self.fv_ids)}, {self.dim})')
-    if meta.get('ivfdata'):  # IVF-PQ on disk: the lists memory-mapped from their file
-        self.index = _faiss().read_index(str(out / 'faiss.index'), _faiss().IO_FLAG_ONDISK_SAME_DIR)
-    else: self.index = (_faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8)) if data
-                        else None)
-    if self.index is not None:
-        if self.kind in _TRAINED:
-            _faiss().extract_index_ivf(self.index).nprobe = min(self.params['nprobe'],
-                                                                _faiss()
-                                                                .extract_index_ivf(self.index)
-                                                                .nlist)
-        if self.kind == 'hnsw':
-            _faiss().downcast_index(self.index.index).hnsw.efSearch = self.params['ef_search']
-    self.ids, self.tombstones = set(meta['ids']), set(meta['tombstones'])
-    return self
-
-# %% ../../nbs/02d_dense.ipynb #176a2ed5
-def ann_recall(exact: VectorIndex, approx: VectorIndex, queries: np.ndarray, k: int = 10) -> float:
-    """Mean recall@k of `approx` against `exact` on the same vectors: |approx top-k ∩ exact
-    top-k| / |exact top-k|."""
-    _, want = exact.search(queries, k); _, got = approx.search(queries, k)
-    rec = [len(set(g[g >= 0].tolist()) & set(w[w >= 0].tolist())) / max(1, (w >= 0).sum())
-           for g, w in zip(got, want)]
-    return float(np.mean(rec)) if rec else 0.0
 
 # %% ../../nbs/02d_dense.ipynb #c1a53906
 def chunk_int_id(chunk_id: str) -> int:

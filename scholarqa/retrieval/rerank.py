@@ -18,9 +18,9 @@ from ..doc import progress as show_progress
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import BM25Index
 from .chunk import chunk_corpus
-from .dense import (default_cache_dir, export_module_onnx, model_identity,
-                                       quantize_onnx,
-                                       quiet_model_loading, trainer_progress)
+from .dense import (
+    default_cache_dir, export_module_onnx, model_identity, quantize_onnx, quiet_model_loading)
+from ..doc import trainer_progress
 # the query encoder's session setting
 from .query_encoder import onnx_feed, onnx_session
 from .fusion import minmax

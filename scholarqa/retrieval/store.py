@@ -20,9 +20,10 @@ from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text,
 from .chunk import chunk_corpus
 from .bm25 import BM25Index
 from .fusion import HybridRetriever
-from .dense import (DenseRetriever, Encoder, SentenceWindowRetriever,
-                                       VectorIndex, ann_recall, chunk_int_id,
-                                       default_embedding_model, model_identity, onnx_available)
+from .dense import (
+    DenseRetriever, Encoder, SentenceWindowRetriever, chunk_int_id, default_embedding_model,
+    model_identity, onnx_available)
+from .vector_index import VectorIndex, ann_recall
 from .query_encoder import (
     OnnxQueryEncoder, cached_query_encoder_dir, export_query_encoder)
 from .splade import SpladeEncoder, SpladeRetriever
