@@ -4,9 +4,8 @@ from rdflib import Graph
 
 from scholarqa.doc import Author, Paper, Reference
 from scholarqa.datasets import load_dataset, DatasetUnavailable
-from scholarqa.kg.graphs import (ScholarlyGraph, scholarly_graph, normalise_venue, venue_series, author_key,
-                                 initials_merges, merge_duplicate_works, to_rdf, from_rdf, to_pyg, citation_data,
-                                 graph_statistics)
+from scholarqa.kg.graphs import ScholarlyGraph, scholarly_graph, to_rdf, from_rdf, to_pyg, citation_data, graph_statistics
+from scholarqa.kg.names import normalise_venue, venue_series, author_key, initials_merges, merge_duplicate_works
 from scholarqa.kg.vocab import person_id, venue_id, org_id
 from scholarqa.kg.rdf import paper_triples, new_dataset, add_graph_to_dataset
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from ..doc import (
     atomic_write_bytes, atomic_write_json, blake2b_hex, read_json, user_cache_dir, writes)
 from ..measure import file_hash
-from .graphs import ScholarlyGraph, author_key, scholarly_graph
+from .graphs import ScholarlyGraph, scholarly_graph
+from .names import author_key
 
 # %% auto #0
 __all__ = ['GRAPH_FILE', 'GRAPH_RECORD', 'GRAPH_FORMAT', 'GRAPH_SOURCES', 'SOURCE_ID_KEY', 'NODE_TYPES', 'GRAPH_INDEX_VERSION',
