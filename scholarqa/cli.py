@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None): parser.print_help(); return 2
-    from scholarqa.doc import FolderBusy
+    from scholarqa.files import FolderBusy
     before = os.environ.get('SCHOLARQA_LOCK_WAIT')
     # every writer_lock of this run refuses
     if getattr(args, 'no_wait', False): os.environ['SCHOLARQA_LOCK_WAIT'] = '0'

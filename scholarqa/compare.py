@@ -8,7 +8,8 @@ import json, os, re, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .doc import LABEL_RE, atomic_write_text, blake2b_hex, parse_label
+from .doc import LABEL_RE, blake2b_hex, parse_label
+from .files import atomic_write_text
 from .measure import bootstrap_ci
 from .evaluate import question_lines, token_f1, value_scores
 # evidence_text: 03a, shared with 03e

@@ -19,9 +19,10 @@ import sys
 import time
 import urllib.request
 import urllib.error
+from .files import (
+    RecordError, atomic_write_bytes, atomic_write_text, iter_jsonl, read_bytes, read_json)
 from .doc import (
-    RecordError, atomic_write_bytes, atomic_write_text, blake2b_hex, iter_jsonl, iter_paragraphs,
-    normalise_text, paper_content, read_bytes, read_json, resolve_references)
+    blake2b_hex, iter_paragraphs, normalise_text, paper_content, resolve_references)
 from .readers.base import READERS
 from .readers.fulltext import qasper_markers, qasper_records
 from .readers.metadata import CORA_FILES, decode_line, repair_text

@@ -16,10 +16,11 @@ import signal
 import threading
 import time
 from tqdm.auto import tqdm
+from scholarqa.files import (
+    IngestError, MAX_FILE_BYTES, TIME_LIMIT, RecordError, atomic_write_json, atomic_write_text,
+    writer_lock)
 from .doc import (
-    IngestError, MAX_FILE_BYTES, TIME_LIMIT, Paper, RecordError, atomic_write_json,
-    atomic_write_text, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict,
-    resolve_references, writer_lock)
+    Paper, blake2b_hex, norm_source_id, paper_from_dict, paper_to_dict, resolve_references)
 from .readers.base import (
     READERS, SIDECAR_METADATA, _bare_suffix, detect_format, load_readers, sidecar_metadata)
 

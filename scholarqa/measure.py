@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from .doc import atomic_write_bytes, atomic_write_text
+from .files import atomic_write_bytes, atomic_write_text
 
 # %% auto #0
 __all__ = ['RESULT_PACKAGES', 'QUERY_THREADS', 'QUERY_BATCH', 'BUSY_CORES', 'MIN_WINDOW_S', 'TIMING_FIELDS', 'PORTABLE_NUMERICS',

@@ -8,7 +8,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / 'scholarqa'
 
 # bottom to top; a module may import its own floor or any floor below (DESIGN.md, "Architecture")
-FLOORS = [('doc', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('protocol',), ('evaluate',),
+FLOORS = [('doc', 'files', 'sentences', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('protocol',), ('evaluate',),
           ('methods', 'agent', 'aqa'),
           ('compare',), ('commands', 'cli')]
 FOUNDATION_TOP = 6          # floors 0-6 are the foundations (00-03 notebooks)

@@ -129,7 +129,7 @@ def test_kg_build_kill_9_then_repair(tmp_path, variant_papers, tally):
 def test_model_save_kill_9_then_repair(tmp_path, variant_papers, tally):
     """The same for a model folder (`scholarqa adapt`, which trains and saves with `replace_dir`): after every kill the folder
     opens as the old model or the new one, nothing needs deleting by hand, and a re-run equals an uninterrupted training."""
-    from scholarqa.doc import aside_path, settled
+    from scholarqa.files import aside_path, settled
     from scholarqa.retrieval.adapt import ICT_RECORD
     from scholarqa.retrieval.dense import Encoder
     src, corpus, model = tmp_path / 'src', tmp_path / 'corpus', tmp_path / 'model'

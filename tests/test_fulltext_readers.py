@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from scholarqa.datasets import load_dataset, DatasetUnavailable, find_data_dir
 from scholarqa.readers.base import READERS
-from scholarqa.doc import RecordError, Paper, iter_paragraphs, iter_sections, normalise_text
+from scholarqa.files import RecordError
+from scholarqa.doc import Paper, iter_paragraphs, iter_sections, normalise_text
 
 MARKER = re.compile(r'\{\{(cite|formula|figure|table):([^{}]*)\}\}')
 

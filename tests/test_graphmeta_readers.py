@@ -4,7 +4,8 @@ from collections import Counter
 from functools import lru_cache
 import pytest
 from scholarqa.datasets import load_dataset, DatasetUnavailable, papers_from, find_data_dir
-from scholarqa.doc import RecordError, iter_paragraphs
+from scholarqa.files import RecordError
+from scholarqa.doc import iter_paragraphs
 from scholarqa.readers.base import detect_format
 from scholarqa.ingest import Corpus
 

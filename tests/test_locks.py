@@ -30,7 +30,7 @@ def _finish(proc, timeout=600):
 
 def _holder(target: Path):
     "A process that holds `target`'s writer lock until it is killed; returns once it holds it."
-    code = f'import time\nfrom scholarqa.doc import writer_lock\nwith writer_lock({str(target)!r}):\n    print("held", flush=True); time.sleep(600)\n'
+    code = f'import time\nfrom scholarqa.files import writer_lock\nwith writer_lock({str(target)!r}):\n    print("held", flush=True); time.sleep(600)\n'
     p = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == 'held'
     return p

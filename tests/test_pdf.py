@@ -6,7 +6,8 @@ from scholarqa.readers.pdf import (markdown_to_pdf, write_demo_pdfs, read_pdf, p
                                    PDF_CREATION_DATE)
 from scholarqa.readers.base import read_markdown, detect_format
 from scholarqa.ingest import ingest
-from scholarqa.doc import IngestError, iter_sections, iter_paragraphs
+from scholarqa.files import IngestError
+from scholarqa.doc import iter_sections, iter_paragraphs
 
 DEMO = Path(__file__).resolve().parents[1] / 'data' / 'demo'
 PDF_DIR = DEMO / 'pdf'

@@ -137,7 +137,7 @@ def test_the_cheap_pretest_changes_no_split(monkeypatch):
     import json, re
     from pathlib import Path
     import scholarqa.retrieval.decompose as dec
-    from scholarqa.doc import load_spacy
+    from scholarqa.sentences import load_spacy
     root = Path(__file__).resolve().parents[1] / 'data' / 'eval'
     files = ('unarxive_questions.jsonl', 'unarxive_two_paper_dev.jsonl', 'agentic_free_wording_dev.jsonl', 'offtopic_questions.jsonl')
     rows = [json.loads(l) for f in files for l in (root / f).read_text(encoding='utf-8').splitlines() if l.strip()]

@@ -9,8 +9,8 @@ import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 from .task import AQAQuery, AQATask
-from ..doc import (
-    blake2b_hex, bundled_minilm_path, progress as show_progress, replace_dir, writes)
+from ..doc import blake2b_hex, bundled_minilm_path, progress as show_progress
+from ..files import replace_dir, writes
 from ..evaluate import evaluate_run
 from ..retrieval.base import Chunk
 from ..retrieval.bm25 import BM25Index

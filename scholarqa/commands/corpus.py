@@ -13,7 +13,8 @@ __all__ = ['add_ingest', 'add_kg', 'add_graph']
 
 # %% ../../nbs/10c_cli_corpus.ipynb #f55c6aeb
 def add_ingest(sub) -> None:
-    from scholarqa.doc import SPLITTERS, MAX_FILE_BYTES, TIME_LIMIT
+    from scholarqa.sentences import SPLITTERS
+    from scholarqa.files import MAX_FILE_BYTES, TIME_LIMIT
     p = sub.add_parser('ingest', help='parse papers into a corpus folder (incremental)',
                        description='Parse papers of any supported format into OUT (manifest + '
                                    'JSONL shards); re-runs only touch what changed.')
@@ -35,7 +36,7 @@ def add_ingest(sub) -> None:
 
 def _ingest_cmd(args) -> int:
     from scholarqa.ingest import ingest, READERS
-    from scholarqa.doc import IngestError
+    from scholarqa.files import IngestError
     if args.format != 'auto' and args.format not in READERS:
         print(f'scholarqa ingest: unknown format {args.format!r}; known: auto, '
               f'{", ".join(READERS)}', file=sys.stderr)
@@ -92,7 +93,7 @@ def _kg_build_cmd(args) -> int:
               'sparql:URL)', file=sys.stderr)
         return 2
     import contextlib
-    from scholarqa.doc import writer_lock
+    from scholarqa.files import writer_lock
     # what this run writes
     target = (args.out
               or (args.store.split(':', 1)[1] if args.store.startswith('oxigraph:') else None))

@@ -77,7 +77,7 @@ def retriever_choices():
 def load_corpus_arg(cmd: str, corpus_dir):
     "The papers of an ingested corpus folder, or (None, message) when it is not one."
     from scholarqa.ingest import Corpus, MANIFEST
-    from scholarqa.doc import IngestError
+    from scholarqa.files import IngestError
     if not (Path(corpus_dir) / MANIFEST).exists():
         return (None,
                 f'scholarqa {cmd}: {corpus_dir} is not an ingested corpus (no {MANIFEST}); run '

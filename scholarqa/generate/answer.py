@@ -15,8 +15,8 @@ from collections import OrderedDict
 from dataclasses import replace
 import time
 from ..doc import (
-    LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label,
-    split_sentences_rules)
+    LABEL_RE, blake2b_hex, bundled_minilm_path, load_tokenizer, paragraph_label, parse_label)
+from ..sentences import split_sentences_rules
 from ..retrieval.base import Hit
 from .backends import BACKENDS, make_backend
 from .base import Backend, BackendError, Completion, GenParams, Message

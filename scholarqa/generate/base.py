@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib, json, os, re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from ..doc import atomic_write_json
+from ..files import atomic_write_json
 from typing import Any
 
 # %% auto #0

@@ -8,7 +8,8 @@ import json, math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 import numpy as np
-from ..doc import LABEL_RE, blake2b_hex, parse_label, split_sentences_rules
+from ..doc import LABEL_RE, blake2b_hex, parse_label
+from ..sentences import split_sentences_rules
 from .answer import (
     Answer, Evidence, EvidenceItem, LexicalEncoder, content_words, encode_texts, evidence_text,
     hit_evidence, load_minilm)

@@ -9,8 +9,8 @@ import contextlib, gc, marshal, re, sys, time, unicodedata
 from collections import defaultdict
 from pathlib import Path
 
-from ..doc import (
-    atomic_write_bytes, atomic_write_json, blake2b_hex, read_json, user_cache_dir, writes)
+from ..files import atomic_write_bytes, atomic_write_json, read_json, writes
+from ..doc import blake2b_hex, user_cache_dir
 from ..measure import file_hash
 from .graphs import ScholarlyGraph, scholarly_graph
 from .names import author_key

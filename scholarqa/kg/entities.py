@@ -12,7 +12,8 @@ import json
 import pandas as pd
 import re
 from ..doc import progress as show_progress
-from ..doc import blake2b_hex, iter_paragraphs, load_spacy, normalise_text
+from ..doc import blake2b_hex, iter_paragraphs, normalise_text
+from ..sentences import load_spacy
 
 # %% auto #0
 __all__ = ['ENTITY_TYPES', 'ENTITY_TYPE_DEFINITIONS', 'ENTITY_TYPE_SYNONYMS', 'SPACY_LABEL_TYPES', 'KNOWN_TASKS', 'KNOWN_METRICS',

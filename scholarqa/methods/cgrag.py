@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import atomic_write_json, iter_sections, replace_dir, settled, writes
+from ..files import atomic_write_json, replace_dir, settled, writes
+from ..doc import iter_sections
 from ..retrieval.base import Chunk, Hit, Retriever, chunk_index_text, register_retriever
 from ..protocol import (
     MethodOptionError, RetrieverMethod, check_options, folder_signature, register_method)

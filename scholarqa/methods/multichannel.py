@@ -11,8 +11,8 @@ import numpy as np
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from ..aqa.task import AQAQuery, AQATask, check_leak_free, graph_hash, load_aqa_task
-from ..doc import (
-    atomic_write_json, blake2b_hex, bundled_minilm_path, replace_dir, settled, writes)
+from ..files import atomic_write_json, replace_dir, settled, writes
+from ..doc import blake2b_hex, bundled_minilm_path
 from ..evaluate import evaluate_run
 from ..generate.answer import Answer, Evidence, EvidenceItem
 from ..protocol import check_options, MethodOptionError, register_method

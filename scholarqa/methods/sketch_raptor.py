@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import (
-    atomic_write_npy, atomic_write_text, progress, split_sentences, writer_lock)
+from ..files import atomic_write_npy, atomic_write_text, writer_lock
+from ..doc import progress
+from ..sentences import split_sentences
 from ..retrieval.base import Chunk, Hit, read_chunks, write_chunks
 from ..retrieval.chunk import chunk_corpus
 from ..generate.answer import content_words, truncate_tokens

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from scholarqa.doc import (
-    atomic_write_bytes, atomic_write_text, blake2b_hex, corpus_hash, iter_paragraphs, load_spacy,
-    writer_lock)
+from ..files import atomic_write_bytes, atomic_write_text, writer_lock
+from ..doc import blake2b_hex, corpus_hash, iter_paragraphs
+from ..sentences import load_spacy
 from ..kg.queries import add_entities
 from ..kg.rdf import corpus_to_dataset
 from ..kg.queries import kg_select

@@ -10,8 +10,9 @@ from typing import Iterator
 from pathlib import Path
 from dataclasses import dataclass
 import gzip, importlib, json, pkgutil, re
-from ..doc import (
-    Author, IngestError, Paper, Paragraph, Reference, Section, Span, finalize_paper, read_text)
+from ..doc import Author, Paper, Paragraph, Reference, Section, Span
+from ..sentences import finalize_paper
+from ..files import IngestError, read_text
 
 # %% auto #0
 __all__ = ['READERS', 'SIDECAR_METADATA', 'ReaderSpec', 'register_reader', 'detect_format', 'load_readers', 'replace_citations',

@@ -9,9 +9,10 @@ from typing import Iterable
 from typing import Iterator
 from pathlib import Path
 import re
-from ..doc import (
-    Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, RecordError, Reference, Section, Span,
-    finalize_paper, iter_jsonl, read_json, read_text)
+from ..doc import Author, Paper, Paragraph, Reference, Section, Span
+from ..sentences import finalize_paper
+from ..files import (
+    IngestError, MAX_FILE_BYTES, RecordError, iter_jsonl, read_json, read_text)
 from .base import _bare_suffix, register_reader
 
 # %% auto #0

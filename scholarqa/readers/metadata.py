@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Iterator
 from pathlib import Path
 import json, re
-from ..doc import (
-    Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, RecordError, Reference, Section,
-    finalize_paper, iter_jsonl, norm_source_id, read_bytes, read_json, read_text)
+from ..doc import Author, Paper, Paragraph, Reference, Section, norm_source_id
+from ..sentences import finalize_paper
+from ..files import (
+    IngestError, MAX_FILE_BYTES, RecordError, iter_jsonl, read_bytes, read_json, read_text)
 from .base import register_reader
 from .fulltext import _year
 

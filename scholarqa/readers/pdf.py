@@ -16,9 +16,11 @@ import re
 import sys
 import unicodedata
 from ..doc import (
-    Author, IngestError, MAX_FILE_BYTES, Paper, Paragraph, Reference, Section, Span,
-    atomic_write_bytes, atomic_write_json, finalize_paper, iter_paragraphs, iter_sections,
-    normalise_text, read_bytes)
+    Author, Paper, Paragraph, Reference, Section, Span, iter_paragraphs, iter_sections,
+    normalise_text)
+from ..sentences import finalize_paper
+from ..files import (
+    IngestError, MAX_FILE_BYTES, atomic_write_bytes, atomic_write_json, read_bytes)
 from scholarqa.readers.base import (
     SIDECAR_METADATA, _CAPTION, _SEC_NUM, apply_metadata, read_markdown, register_reader,
     sidecar_metadata)

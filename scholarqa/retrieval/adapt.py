@@ -15,8 +15,9 @@ import random
 import shutil
 import time
 from ..doc import progress as show_progress
-from ..doc import (
-    Sentence, atomic_write_json, blake2b_hex, iter_paragraphs, replace_dir, split_sentences, writes)
+from ..doc import Sentence, blake2b_hex, iter_paragraphs
+from ..sentences import split_sentences
+from ..files import atomic_write_json, replace_dir, writes
 from .base import chunk_index_text
 from .chunk import chunk_paragraphs
 from .dense import ICT_RECORD, default_embedding_model, model_identity

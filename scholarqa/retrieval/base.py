@@ -9,7 +9,8 @@ import numpy as np
 import json
 from pathlib import Path
 from dataclasses import dataclass, field, asdict
-from ..doc import Paper, atomic_write_text
+from ..doc import Paper
+from ..files import atomic_write_text
 
 # %% auto #0
 __all__ = ['RETRIEVERS', 'Chunk', 'Hit', 'Retriever', 'chunk_index_text', 'chunk_source_id', 'TextEncoder', 'chunk_to_json',

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fastcore.basics import patch
-from ..doc import load_spacy
+from ..sentences import load_spacy
 from .base import Hit, Retriever
 
 # %% auto #0

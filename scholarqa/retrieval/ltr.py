@@ -8,8 +8,8 @@ import importlib.resources, json, re, tempfile, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from ..doc import (
-    LABEL_RE, atomic_write_json, blake2b_hex, parse_label, replace_dir, settled)
+from ..doc import LABEL_RE, blake2b_hex, parse_label
+from ..files import atomic_write_json, replace_dir, settled
 from ..measure import bootstrap_ci
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import bm25_tokenize

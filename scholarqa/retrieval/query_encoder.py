@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..measure import QUERY_THREADS
-from ..doc import atomic_write_json, blake2b_hex, settled
+from ..files import atomic_write_json, settled
+from ..doc import blake2b_hex
 from .dense import EmbeddingCache, Encoder, export_onnx, onnx_available
 from .dense import default_cache_dir, default_embedding_model
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..doc import (atomic_write_json, blake2b_hex, bundled_minilm_path, iter_paragraphs,
-                           normalise_text,
-                           replace_dir, settled, split_sentences, writes)
+from ..files import atomic_write_json, replace_dir, settled, writes
+from ..doc import blake2b_hex, bundled_minilm_path, iter_paragraphs, normalise_text
+from ..sentences import split_sentences
 from ..doc import progress as show_progress
 from .base import Chunk, Hit, Retriever, chunk_index_text
 from .bm25 import BM25Index

@@ -11,8 +11,9 @@ import numpy as np
 from fastcore.basics import patch
 
 from ..measure import time_calls
-from ..doc import (
-    atomic_write_json, atomic_write_npy, atomic_write_text, corpus_hash, writer_lock, writes)
+from ..files import (
+    atomic_write_json, atomic_write_npy, atomic_write_text, writer_lock, writes)
+from ..doc import corpus_hash
 from ..ingest import Corpus
 from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text,
                                       chunk_source_id, read_chunks,

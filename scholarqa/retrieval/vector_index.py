@@ -8,7 +8,7 @@ import hashlib, json, os, secrets
 import numpy as np
 from fastcore.basics import patch
 from pathlib import Path
-from ..doc import atomic_write_bytes, atomic_write_json
+from ..files import atomic_write_bytes, atomic_write_json
 from ..measure import QUERY_BATCH, query_threads
 
 # %% auto #0
