@@ -8,9 +8,9 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / 'scholarqa'
 
 # bottom to top; a module may import its own floor or any floor below (DESIGN.md, "Architecture")
-FLOORS = [('doc', 'files', 'sentences', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('protocol',), ('evaluate',),
+FLOORS = [('doc', 'files', 'sentences', 'measure'), ('readers',), ('ingest', 'datasets'), ('kg', 'retrieval'), ('generate',), ('protocol',), ('eval',),
           ('methods', 'agent', 'aqa'),
-          ('compare',), ('commands', 'cli')]
+          ('commands', 'cli')]
 FOUNDATION_TOP = 6          # floors 0-6 are the foundations (00-03 notebooks)
 
 def module_name(path: Path) -> str:
@@ -21,7 +21,7 @@ def module_name(path: Path) -> str:
 def modules() -> dict:
     return {module_name(p): p for p in sorted(PKG.rglob('*.py')) if p.name != '_modidx.py'}
 
-ROOT_PACKAGES = {'', 'readers', 'kg', 'retrieval', 'generate', 'methods', 'commands', 'agent', 'aqa'}   # folder markers: a docstring, no imports
+ROOT_PACKAGES = {'', 'readers', 'kg', 'retrieval', 'generate', 'methods', 'commands', 'agent', 'aqa', 'eval'}   # folder markers: a docstring, no imports
 
 def imports_of(name: str, path: Path) -> dict:
     "{imported scholarqa module: 'top' | 'lazy'} for one module (relative imports resolved)."
@@ -163,7 +163,7 @@ def test_no_module_knows_another_methods_hit_fields():
     fields = _hit_subclass_fields()
     assert fields, 'no method defines its own hit: the check would pass vacuously'
     own = {f: m for m, fs in fields.items() for f in fs}
-    bad = [(name, f, own[f]) for name, path in modules().items() if name.split('.')[0] in ('retrieval', 'generate', 'evaluate', 'compare')
+    bad = [(name, f, own[f]) for name, path in modules().items() if name.split('.')[0] in ('retrieval', 'generate', 'eval')
            for f in set(_string_constants(path)) & set(own)]
     assert not bad, f'modules naming another method\'s hit fields: {bad}'
 
@@ -285,14 +285,14 @@ def test_one_reader_opens_question_files():
     assert {f for _, f in readers} == {'question_lines', 'read_questions', 'load_eval_questions', 'read_question_file',
                                        'corpus_questions'}, sorted(readers)
     opens = {key for key, f in readers.items() if _opens_a_file(f)}
-    assert opens == {('evaluate', 'question_lines')}, opens
-    assert _calls(readers[('evaluate', 'question_lines')], 'refuse_sealed')
+    assert opens == {('eval.questions', 'question_lines')}, opens
+    assert _calls(readers[('eval.questions', 'question_lines')], 'refuse_sealed')
     for key, f in readers.items():
         if key[1] in ('read_questions', 'load_eval_questions', 'read_question_file'): assert _calls(f, 'question_lines'), key
-    assert _calls(readers[('compare', 'corpus_questions')], 'read_question_file')
+    assert _calls(readers[('eval.harness', 'corpus_questions')], 'read_question_file')
 
 def test_one_score_answer():
     "One scorer of an answer against its question line (09_evaluate), and one of answers that are sets of values (03b)."
-    assert set(_functions('score_answer')) == {('compare', 'score_answer')}
-    assert set(_functions('value_scores')) == {('evaluate', 'value_scores')}
-    assert _calls(_functions('score_answer')[('compare', 'score_answer')], 'value_scores')
+    assert set(_functions('score_answer')) == {('eval.harness', 'score_answer')}
+    assert set(_functions('value_scores')) == {('eval.metrics', 'value_scores')}
+    assert _calls(_functions('score_answer')[('eval.harness', 'score_answer')], 'value_scores')

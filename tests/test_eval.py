@@ -9,7 +9,7 @@ from cli_run import cli
 def demo(tmp_path_factory, demo_cli_copy):
     "An ingested and indexed demo corpus (tests/conftest.py), and its question file with one malformed line (line 4)."
     d = demo_cli_copy(tmp_path_factory.mktemp('eval'))[0]
-    from scholarqa.compare import demo_questions
+    from scholarqa.eval.harness import demo_questions
     from scholarqa.ingest import Corpus
     qs = demo_questions(list(Corpus.load(d / 'corpus')))
     lines = [json.dumps(q) for q in qs]

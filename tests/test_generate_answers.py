@@ -8,7 +8,8 @@ import pytest
 from scholarqa.generate.answer import INSUFFICIENT_CONTEXT, ExtractiveGenerator, Generator, LexicalEncoder, check_citations, load_minilm
 from scholarqa.generate.base import Backend, BackendError, Completion, ScriptedBackend
 from scholarqa.generate.backends import BACKENDS, make_backend
-from scholarqa.evaluate import distinct_n, judge, parse_yesno, rouge_l, semantic_similarity, token_f1
+from scholarqa.eval.metrics import distinct_n, parse_yesno, rouge_l, semantic_similarity, token_f1
+from scholarqa.eval.judges import judge
 from scholarqa.doc import iter_paragraphs, section_trail
 from scholarqa.datasets import demo_dir, load_dataset
 

@@ -9,7 +9,7 @@ from scholarqa.retrieval.base import Chunk, Hit, chunk_index_text
 from scholarqa.retrieval.bm25 import BM25Index, bm25_tokenize, bm25_speed_comparison
 from scholarqa.retrieval.chunk import chunk_paper, chunk_corpus, default_tokenizer
 from scholarqa.retrieval.fusion import reciprocal_rank_fusion, score_fusion, HybridRetriever
-from scholarqa.evaluate import hit_at_k, recall_at_k, mrr, average_precision, map_at_k, ndcg_at_k, evaluate_run
+from scholarqa.eval.metrics import hit_at_k, recall_at_k, mrr, average_precision, map_at_k, ndcg_at_k, evaluate_run
 
 
 def _load(name):

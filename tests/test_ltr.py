@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scholarqa.compare import demo_questions, read_question_file
+from scholarqa.eval.harness import demo_questions, read_question_file
 from scholarqa.datasets import load_dataset
 from scholarqa.retrieval.ltr import (DEV_CHOICE, LTR_MODEL, LTR_RECORD, dev_gain_of, dev_rule, fit_ranker, gold_paper, ltr_feature_names, ltr_rows, paper_folds,
                                      paper_sizes, shipped_ranker, store_channels)

@@ -1,11 +1,11 @@
-"""Our retrieval metrics (scholarqa.evaluate) against an established implementation: ir-measures (trec_eval underneath),
+"""Our retrieval metrics (scholarqa.eval.metrics) against an established implementation: ir-measures (trec_eval underneath),
 per query, on random runs with ties avoided, unjudged documents, duplicates-free rankings and unretrieved relevant ids."""
 import random
 import pytest
 
 ir_measures = pytest.importorskip('ir_measures', reason='ir-measures (dev extra) is the reference implementation')
 from ir_measures import nDCG, RR, AP, R, Success
-from scholarqa.evaluate import average_precision, hit_at_k, map_at_k, mrr, ndcg_at_k, recall_at_k, evaluate_run
+from scholarqa.eval.metrics import average_precision, hit_at_k, map_at_k, mrr, ndcg_at_k, recall_at_k, evaluate_run
 
 def random_case(seed: int, n_queries: int = 40, n_docs: int = 60):
     "Runs with strictly decreasing scores (trec_eval breaks ties by doc id; our rankings have no ties) and binary qrels."

@@ -1,4 +1,4 @@
-"""RAGAS through the `ragas` package (scholarqa.evaluate): the metrics that need no LLM on the demo corpus's real
+"""RAGAS through the `ragas` package (scholarqa.eval.metrics): the metrics that need no LLM on the demo corpus's real
 paragraphs, and the LLM metrics judged by the bundled SmolLM2 — recorded once, replayed identically, a replay miss an error."""
 import importlib.util, math
 
@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip('ragas', reason="RAGAS metrics need the `ragas` package (pip install 'scholarqa[eval]')")
 from scholarqa.datasets import load_dataset
 from scholarqa.doc import iter_paragraphs
-from scholarqa.evaluate import RAGAS_LLM, ragas_scores, ragas_summary
+from scholarqa.eval.judges import RAGAS_LLM, ragas_scores, ragas_summary
 from scholarqa.generate.answer import LexicalEncoder
 from scholarqa.generate.base import CacheMiss
 from scholarqa.generate.backends import make_backend

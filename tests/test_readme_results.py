@@ -1,4 +1,4 @@
-"""README's results section is the last full run's: written from outputs/09_evaluate by `scholarqa.compare.readme_results`
+"""README's results section is the last full run's: written from outputs/09_evaluate by `scholarqa.eval.harness.readme_results`
 (through nbs/index.ipynb and `make readme`), never typed, and that run was of a clean tree and read the sealed set once."""
 import json
 from pathlib import Path
@@ -10,7 +10,7 @@ FOLDER = ROOT / 'outputs' / '09_evaluate'
 
 
 def test_readme_results_match_outputs():
-    from scholarqa.compare import readme_results
+    from scholarqa.eval.harness import readme_results
     section = readme_results(FOLDER)
     readme = (ROOT / 'README.md').read_text(encoding='utf-8')
     assert section in readme, "README's results differ from outputs/09_evaluate: run `make readme` and commit README.md"

@@ -30,7 +30,7 @@ def _ask(index, question, *flags):
 
 def test_cli_refuses_mars_and_answers_a_demo_question(demo):
     "The Mars question is refused with the closest passages listed; a question the demo papers answer keeps its answer."
-    from scholarqa.compare import demo_questions
+    from scholarqa.eval.harness import demo_questions
     from scholarqa.generate.refuse import REFUSAL_TEXT
     index, papers = demo
     code, j, err = _ask(index, MARS)
@@ -76,7 +76,7 @@ def test_backend_refusal_is_unanswerable_in_its_own_words(demo):
 
 def test_gold_removed_questions_never_see_their_gold_papers(demo):
     "Through ExcludePapers, every demo question's evidence comes from other papers only, for two methods, k passages each."
-    from scholarqa.compare import demo_questions
+    from scholarqa.eval.harness import demo_questions
     from scholarqa.protocol import load_methods, open_method
     from scholarqa.generate.refuse import ExcludePapers, evidence_paper, gold_papers, gold_removed
     load_methods()
@@ -113,7 +113,7 @@ def test_fit_reads_dev_rows_only():
 
 
 def test_offtopic_questions_file_is_what_its_about_says():
-    from scholarqa.compare import read_question_file
+    from scholarqa.eval.harness import read_question_file
     qs, bad = read_question_file(OFFTOPIC, require=('answerable',))
     assert bad == [] and len(qs) == 40 and not any(q['answerable'] for q in qs)
     assert sorted(q['split'] for q in qs) == ['dev'] * 20 + ['heldout'] * 20
@@ -122,7 +122,7 @@ def test_offtopic_questions_file_is_what_its_about_says():
 
 
 def test_a_malformed_question_file_is_reported_by_line(tmp_path):
-    from scholarqa.compare import read_question_file
+    from scholarqa.eval.harness import read_question_file
     f = tmp_path / 'sets.jsonl'
     f.write_text('{"id": "x1", "question": "Where is Lima?", "answerable": false, "split": "dev"}\n'
                  'not json\n'

@@ -108,7 +108,7 @@ def test_gold_paragraphs_exist_and_hold_text():
 
 
 def test_loading_it_needs_the_sealed_flag():
-    from scholarqa.evaluate import load_eval_questions
+    from scholarqa.eval.questions import load_eval_questions
     with pytest.raises(ValueError, match='sealed question set'): load_eval_questions(SEALED)
     assert len(load_eval_questions(SEALED, sealed=True)) == 25
 
@@ -117,8 +117,8 @@ def test_every_reader_refuses_the_sealed_set(tmp_path):
     """Reading the sealed set is the final comparison's alone: the harness's reader, the retrieval reader and the command
     line's readers (`eval`, `ask --questions`) refuse it with a message that names the file, unless told `sealed=True`."""
     from cli_run import cli
-    from scholarqa.compare import read_question_file
-    from scholarqa.evaluate import SealedQuestionSet, load_eval_questions
+    from scholarqa.eval.harness import read_question_file
+    from scholarqa.eval.questions import SealedQuestionSet, load_eval_questions
     for read in (read_question_file, load_eval_questions):
         with pytest.raises(SealedQuestionSet, match='unarxive_sealed.jsonl is a sealed question set'): read(SEALED)
     assert len(read_question_file(SEALED, sealed=True)[0]) == len(records(SEALED))

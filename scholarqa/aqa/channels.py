@@ -11,7 +11,7 @@ from pathlib import Path
 from .task import AQAQuery, AQATask
 from ..doc import blake2b_hex, bundled_minilm_path, progress as show_progress
 from ..files import replace_dir, writes
-from ..evaluate import evaluate_run
+from ..eval.metrics import evaluate_run
 from ..retrieval.base import Chunk
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.dense import model_identity, quiet_model_loading

@@ -54,7 +54,7 @@ def _scoped_options(pairs: list, names: list) -> dict:
     return out
 
 def _eval_cmd(args) -> int:
-    compare = need('scholarqa.compare', 'index,embed,generate', 'eval')
+    compare = need('scholarqa.eval.harness', 'index,embed,generate', 'eval')
     from scholarqa.generate.base import BackendError
     err = lambda m: (print(f'scholarqa eval: {m}', file=sys.stderr), 2)[1]
     names = list(dict.fromkeys(args.method))

@@ -126,7 +126,8 @@ def one_or_batch(args, cmd: str):
     if args.questions is None:
         if not text.strip(): return None, f'scholarqa {cmd}: the question is empty'
         return [{'id': '1', 'question': text}], None
-    from scholarqa.evaluate import read_questions       # the batch reader and its sealed rule (03b)
+    # the batch reader and its sealed rule (03b)
+    from scholarqa.eval.questions import read_questions
     try: return read_questions(args.questions), None
     except (OSError, UnicodeDecodeError) as e: return (None,
                                                        f'scholarqa {cmd}: cannot read '

@@ -122,7 +122,7 @@ def _rerank_learn_cmd(args) -> int:
     try: store = store_mod.IndexStore.load(args.index)
     except (FileNotFoundError, ValueError) as e: print(f'scholarqa rerank learn: {e}',
                                                        file=sys.stderr); return 2
-    compare = need('scholarqa.compare', 'index,embed', 'rerank learn')
+    compare = need('scholarqa.eval.harness', 'index,embed', 'rerank learn')
     try:
         qs, bad = compare.read_question_file(args.questions)
     except (OSError, UnicodeDecodeError) as e:

@@ -16,7 +16,7 @@ from ..kg.academic import SOURCE_ID_KEY, AcademicGraph, fold
 import numpy as np
 from ..generate.answer import Answer, Evidence, EvidenceItem
 from ..protocol import ask
-from ..evaluate import value_scores
+from ..eval.metrics import value_scores
 from ..agent.planner import INTENTS, QUERY_TYPES, encode_query
 from ..agent.mentions import find_venues, link_author
 from .agentic import plan_record

@@ -529,7 +529,7 @@ def pseudo_questions(store, n: int, seed: int = 0, papers=None) -> list:
     """[(sentence, {gold chunk ids})]: inverse-cloze pseudo-queries from the index's corpus; gold
     = the index chunks holding the paragraph."""
     from scholarqa.retrieval.adapt import ict_examples
-    from scholarqa.evaluate import chunk_qrels
+    from scholarqa.eval.questions import chunk_qrels
     ex = ict_examples(store.papers() if papers is None else papers, store.encoder.tokenizer, n=n,
                       seed=seed)
     # paragraph → the chunks overlapping it

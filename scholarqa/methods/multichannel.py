@@ -13,7 +13,7 @@ from pathlib import Path
 from ..aqa.task import AQAQuery, AQATask, check_leak_free, graph_hash, load_aqa_task
 from ..files import atomic_write_json, replace_dir, settled, writes
 from ..doc import blake2b_hex, bundled_minilm_path
-from ..evaluate import evaluate_run
+from ..eval.metrics import evaluate_run
 from ..generate.answer import Answer, Evidence, EvidenceItem
 from ..protocol import check_options, MethodOptionError, register_method
 from ..retrieval.base import Chunk, Hit, register_retriever, Retriever
