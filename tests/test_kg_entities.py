@@ -6,10 +6,8 @@ import pytest
 
 from scholarqa.datasets import load_dataset, DatasetUnavailable
 from scholarqa.doc import iter_paragraphs
-from scholarqa.kg.entities import (ENTITY_TYPES, Mention, Entity, EntityExtractor, SpacyExtractor, PatternExtractor,
-                                   LLMExtractor, extract_entities, entity_key, resolve_entity_type,
-                                   find_acronym_definitions, entity_prf, load_entity_gold, gold_units, mentions_in_units,
-                                   canonical_entity_type)
+from scholarqa.kg.entities import ENTITY_TYPES, Mention, Entity, EntityExtractor, SpacyExtractor, LLMExtractor, extract_entities, entity_key, resolve_entity_type, find_acronym_definitions, entity_prf, load_entity_gold, gold_units, mentions_in_units, canonical_entity_type
+from scholarqa.kg.patterns import PatternExtractor
 
 GOLD = Path(__file__).resolve().parents[1] / 'data' / 'eval' / 'entities_gold.jsonl'
 

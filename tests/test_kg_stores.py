@@ -10,7 +10,8 @@ from types import SimpleNamespace as NS
 import pytest
 
 from scholarqa.datasets import load_dataset
-from scholarqa.kg.entities import PatternExtractor, entity_key, extract_entities
+from scholarqa.kg.patterns import PatternExtractor
+from scholarqa.kg.entities import entity_key, extract_entities
 from scholarqa.kg.graphs import from_rdf, graph_statistics, scholarly_graph, to_rdf
 from scholarqa.kg.vocab import SCHOLARLY_GRAPH
 from scholarqa.kg.server import OxigraphServer

@@ -4,21 +4,17 @@
 
 # %% ../../nbs/01a_entities.ipynb #677ea291
 from __future__ import annotations
-from collections import Counter
-from dataclasses import dataclass
-from collections import defaultdict
-from dataclasses import field
-import json
+import json, re
 import pandas as pd
-import re
-from ..doc import progress as show_progress
-from ..doc import blake2b_hex, iter_paragraphs, normalise_text
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from ..doc import blake2b_hex, iter_paragraphs, normalise_text, progress as show_progress
 from ..sentences import load_spacy
 
 # %% auto #0
-__all__ = ['ENTITY_TYPES', 'ENTITY_TYPE_DEFINITIONS', 'ENTITY_TYPE_SYNONYMS', 'SPACY_LABEL_TYPES', 'KNOWN_TASKS', 'KNOWN_METRICS',
+__all__ = ['ENTITY_TYPES', 'ENTITY_TYPE_DEFINITIONS', 'ENTITY_TYPE_SYNONYMS', 'SPACY_LABEL_TYPES', 'ENTITY_STOPWORDS',
            'ENTITY_PROMPT', 'ENTITY_JSON_SCHEMA', 'TYPE_PRIORITY', 'canonical_entity_type', 'Mention', 'Entity',
-           'EntityExtractor', 'SpacyExtractor', 'find_acronym_definitions', 'type_long_form', 'PatternExtractor',
+           'EntityExtractor', 'mention_at', 'find_label', 'SpacyExtractor', 'find_acronym_definitions',
            'parse_entity_json', 'LLMExtractor', 'entity_key', 'acronym_table', 'resolve_entity_type',
            'extract_entities', 'entity_prf', 'load_entity_gold', 'gold_units', 'mentions_in_units', 'prf_table']
 
@@ -123,7 +119,7 @@ _ENT_MARKER = re.compile(
 
 _ENT_TEX = re.compile(r'[\\$_{}^]')   # TeX fragments are not names
 
-def _ent_mention(paper, section, paragraph, start: int, end: int, etype: str,
+def mention_at(paper, section, paragraph, start: int, end: int, etype: str,
                  extractor: str) -> Mention | None:
     """A Mention for `paragraph.text[start:end]` trimmed of white space and punctuation; None for
     markers and empty spans."""
@@ -146,6 +142,12 @@ def _ent_mention(paper, section, paragraph, start: int, end: int, etype: str,
     return Mention(paper.id, section.path, paragraph.index, _ent_sentence_n(paragraph, start),
                    start, end, surface,
                    etype, extractor)
+
+def find_label(text: str, label: str) -> list[tuple[int, int]]:
+    "Whole-word occurrences of `label` in `text` (case-insensitive unless the label has capitals)."
+    flags = 0 if any(c.isupper() for c in label) else re.IGNORECASE
+    return [(m.start(), m.end())
+            for m in re.finditer(rf"(?<![\w\-@]){re.escape(label)}(?![\w@]|-\w)", text, flags)]
 
 # %% ../../nbs/01a_entities.ipynb #b5e4b84b
 SPACY_LABEL_TYPES = {'PERSON': 'Person', 'ORG': 'Organization', 'PRODUCT': 'Tool',
@@ -173,7 +175,7 @@ class SpacyExtractor(EntityExtractor):
             for ent in doc.ents:
                 t = self.label_types.get(ent.label_)
                 m = (t
-                     and _ent_mention(paper, section, para, ent.start_char, ent.end_char, t,
+                     and mention_at(paper, section, para, ent.start_char, ent.end_char, t,
                                       self.name))
                 if m: out.append(m)
         return out
@@ -181,7 +183,8 @@ class SpacyExtractor(EntityExtractor):
 # %% ../../nbs/01a_entities.ipynb #cc5772af
 _ENT_ACRONYM = re.compile(r'\(([A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*?)(s?)\)')
 _ENT_WORD = re.compile(r"[A-Za-z0-9][\w\-'’+]*")
-_ENT_STOP = {'a', 'an', 'the', 'of', 'for', 'and', 'in', 'on', 'to', 'with', 'by', 'we', 'our',
+ENTITY_STOPWORDS = {'a', 'an', 'the', 'of', 'for', 'and', 'in', 'on', 'to', 'with', 'by', 'we',
+                    'our',
              'this', 'that', 'is',
              'are', 'as', 'at', 'from', 'its', 'their', 'be', 'or', 'called', 'termed', 'use',
              'using', 'uses'}
@@ -217,338 +220,14 @@ def find_acronym_definitions(text: str) -> list[tuple[int, int, int, int]]:
         # shortest long form (≥ 2 words) that explains the acronym
         for k in range(2, min(len(words), n_letters + 5) + 1):
             cand = words[-k:]
-            if cand[0].group().lower() in _ENT_STOP or any(acr in w.group() for w in cand): continue
+            if cand[0].group().lower() in ENTITY_STOPWORDS or any(acr in w.group() for w in cand):
+                continue
             if _ent_letters_match(acr, [w.group() for w in cand]):
                 best = cand; break
         if best:
             out.append((base + best[0].start(), base + best[-1].end(), m.start(1),
                         m.start(1) + len(acr)))
     return out
-
-# %% ../../nbs/01a_entities.ipynb #0ea73feb
-KNOWN_TASKS = ('question answering', 'named entity recognition', 'machine translation',
-               'text classification',
-               'sentiment analysis', 'summarization', 'summarisation', 'information retrieval',
-               'passage retrieval',
-               'document retrieval', 'relation extraction', 'information extraction',
-               'entity linking',
-               'language modeling', 'language modelling', 'part-of-speech tagging',
-               'dependency parsing',
-               'coreference resolution', 'natural language inference', 'image classification',
-               'object detection',
-               'semantic segmentation', 'speech recognition', 'link prediction',
-               'node classification',
-               'text generation', 'dialogue generation', 'fact checking', 'fact verification',
-               'citation recommendation',
-               'knowledge graph completion', 'reading comprehension', 'topic modeling',
-               'topic modelling',
-               'sentiment classification', 'emotion recognition', 'sentence segmentation',
-               'sentence splitting')
-KNOWN_METRICS = ('accuracy', 'precision', 'recall', 'F1', 'F1 score', 'F1-score', 'F-score',
-                 'F-measure', 'macro-F1',
-                 'micro-F1', 'MRR', 'mean reciprocal rank', 'MAP', 'mean average precision', 'nDCG',
-                 'NDCG', 'BLEU',
-                 'ROUGE', 'ROUGE-L', 'ROUGE-1', 'ROUGE-2', 'METEOR', 'perplexity', 'AUC', 'ROC AUC',
-                 'exact match',
-                 'mean squared error', 'MSE', 'RMSE', 'MAE', 'mean absolute error',
-                 'Pearson correlation',
-                 'Spearman correlation', "Cohen's kappa", 'Distinct-1', 'Distinct-2',
-                 'word error rate', 'WER',
-                 'error rate', 'top-1 accuracy', 'top-5 accuracy', 'silhouette',
-                 'adjusted Rand index')
-_ENT_HEADS = [   # (head words of a long form or a "<name> <head>" phrase, type); first match wins
-    (('dataset', 'datasets', 'corpus', 'corpora', 'benchmark', 'treebank', 'database', 'bank',
-      'collection', 'archive'), 'Dataset'),
-    (('score', 'rate', 'error', 'accuracy', 'precision', 'recall', 'index', 'metric', 'measure',
-      'rank', 'gain', 'ratio'), 'Metric'),
-    (('university', 'institute', 'laboratory', 'laboratories', 'lab', 'labs', 'center', 'centre',
-      'foundation', 'agency',
-      'association', 'consortium', 'council', 'collaboration', 'organization', 'organisation',
-      'inc', 'ltd', 'corporation'), 'Organization'),
-    (('conference', 'workshop', 'symposium', 'journal', 'proceedings', 'transactions', 'letters',
-      'review'), 'Publication'),
-    (('toolkit', 'library', 'software', 'package', 'tool', 'platform', 'language', 'spectrograph',
-      'telescope', 'detector'), 'Tool'),
-    (('algorithm', 'search', 'descent', 'sampling', 'decomposition', 'clustering'), 'Algorithm'),
-    (('model', 'models', 'network', 'networks', 'net', 'transformer', 'encoder', 'decoder', 'lm',
-      'lms', 'llm', 'llms',
-      'machine', 'embedding', 'embeddings', 'retriever', 'classifier', 'autoencoder'), 'Model'),
-    (('answering', 'recognition', 'classification', 'translation', 'summarization', 'summarisation',
-      'detection',
-      'extraction', 'parsing', 'tagging', 'segmentation', 'labeling', 'labelling', 'prediction',
-      'analysis', 'retrieval',
-      'generation', 'verification', 'completion', 'localization', 'inference', 'recommendation'),
-     'Task'),
-]
-def _ent_head_type(phrase: str) -> str | None:
-    "Type suggested by the last word of `phrase` (None when the head is not telling)."
-    words = re.findall(r"[A-Za-z]+", phrase.lower())
-    if not words: return None
-    # institutions and venues are recognised by a cue word anywhere ("Institute of X")
-    for heads, t in _ENT_HEADS[2:4]:
-        if set(words) & set(heads): return t
-    for heads, t in _ENT_HEADS:
-        if words[-1] in heads: return t
-    return None
-
-def type_long_form(long_form: str) -> str | None:
-    """Type of a defined acronym's long form by its head word; Title-Case names default to
-    Method, lower-case ones without a telling head to None."""
-    if long_form.lower() in KNOWN_TASKS: return 'Task'
-    t = _ent_head_type(long_form)
-    content = [w for w in re.findall(r"[A-Za-z][\w\-]*", long_form) if w.lower() not in _ENT_STOP]
-    title_case = content and sum(w[0].isupper() for w in content) >= max(1, len(content) - 1)
-    if t == 'Task' and title_case: return 'Method'
-    # "conformal field theory (CFT)" is a concept, not a named artifact
-    return t or ('Method' if title_case else None)
-
-# %% ../../nbs/01a_entities.ipynb #e781eb42
-# a capitalised/camel/alnum token
-_ENT_NAME = r"(?:[A-Z][\w\-\.@+]*[\w@+]|[A-Z]|[a-z]+[A-Z][\w\-]*|\d[\w\-]*[A-Za-z][\w\-]*)"
-_ENT_NAMES = rf"{_ENT_NAME}(?:[ \-]{_ENT_NAME}){{0,4}}"
-# ", Y and Z" after a name
-_ENT_LIST = re.compile(
-    rf"(?:\s*\([^()]{{0,40}}\))?(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+or\s+)(?:the\s+)?({_ENT_NAMES})"
-)
-_ENT_RULES = [  # (name, compiled pattern, group holding the span, type)
-    (
-        'dataset-head',
-        re.compile(
-            rf"\b({_ENT_NAMES})\s+(?:data ?set|dataset|corpus|benchmark|treebank|database)s?\b"
-        ),
-        1,
-        'Dataset',
-    ),
-    (
-        'evaluated-on',
-        re.compile(
-            rf"\b(?:trained|evaluated|tested|fine-tuned|experiments?|results?|performance)\s+(?:\w+\s+)?on\s+(?:the\s+)?({_ENT_NAMES})"
-        ),
-        1,
-        'Dataset',
-    ),
-    (
-        'tool-head',
-        re.compile(rf"\b({_ENT_NAMES})\s+(?:toolkit|library|software|package|tool|platform)s?\b"),
-        1,
-        'Tool',
-    ),
-    (
-        'we-propose',
-        re.compile(
-            rf"\b[Ww]e\s+(?:also\s+)?(?:propose|introduce|present|develop|design|describe|release)\s+(?:a |an |the )?(?:new |novel |simple )?({_ENT_NAMES})"
-        ),
-        1,
-        'Method',
-    ),
-    (
-        'metric-at-k',
-        re.compile(
-            r"\b((?:(?!(?:Besides|And|The|With|At|On|In|Our|Its|Both|While|Than|Of|For|By|Whereas|But) )[A-Z][a-z]+ )?(?:Recall|Precision|Hits?|nDCG|NDCG|MAP|P|R|Acc|Success|MRR)@\d+)"
-        ),
-        1,
-        'Metric',
-    ),
-    (
-        'metric-score',
-        re.compile(
-            r"\b((?:(?:macro|micro|token|weighted)[ "
-            r"\-])?(?:[A-Z][A-Z0-9\-@]+|[A-Z][a-z]+[A-Z]\w*)(?: score)?)(?= "
-            r"score\b|\s+of\s+\d)"
-        ),
-        1,
-        'Metric',
-    ),
-    ('metric-f1', re.compile(r"\b((?:macro|micro|token|weighted)[ \-]F1)\b"), 1, 'Metric'),
-    (
-        'task-head',
-        re.compile(
-            r"\b((?:[A-Za-z][a-z\-]+ ){0,2}[a-z][a-z\-]+ "
-            r"(?:retrieval|classification|recognition|answering|summari[sz]ation|translation|detection|extraction|parsing|tagging|segmentation|labell?ing))\b"
-        ),
-        1,
-        'Task',
-    ),
-    ('et-al', re.compile(r"\b([A-Z][a-z]+(?:[ \-][A-Z][a-z]+)?)(?= et al\b)"), 1, 'Person'),
-    (
-        'organization',
-        re.compile(
-            r"\b((?:University|Institute|Laboratory|Academy) of(?: the)?(?: "
-            r"[A-Z][\w\-]+)+|(?:[A-Z][\w\-]+ )+(?:University|Institute(?: of(?: "
-            r"[A-Z][\w\-]+)+)?|Laboratory|Laboratories|Labs?|Foundation|Corporation|Consortium|Collaboration))\b"
-        ),
-        1,
-        'Organization',
-    ),
-    (
-        'finding',
-        re.compile(
-            r"\b(?:[Ww]e|[Oo]ur "
-            r"(?:results|experiments|analysis)|[Rr]esults|[Ee]xperiments|[Tt]his)\s+(?:also\s+)?(?:show|shows|showed|find|finds|found|demonstrate|demonstrates|observe|observed|reveal|reveals|suggest|suggests|indicate|indicates|confirm|confirms)\s+that\s+(.+?)\s*(?=[.;](?:\s|$)|$)"
-        ),
-        1,
-        'Finding',
-    ),
-]
-_ENT_LEAD = re.compile(
-    r"^(?:(?:the|a|an|this|these|those|our|their|its|which|what|each|both|all)\s+)+", re.IGNORECASE
-)
-_ENT_NOT_NAMES = {'other', 'some', 'many', 'several', 'such', 'most', 'new', 'the', 'a', 'an',
-                  'this', 'these', 'those', 'our', 'their', 'its', 'which', 'what', 'each', 'both',
-                  'all', 'we', 'in', 'on', 'table', 'section', 'figure', 'fig', 'appendix', 'eq',
-                  'it', 'they', 'he', 'she',
-                  'however', 'here', 'there', 'then', 'since', 'for', 'to', 'is', 'are', 'as', 'if',
-                  'when', 'while'}
-_ENT_TASK_LEFT_STOP = _ENT_STOP | {'improves', 'improve', 'improved', 'such', 'all', 'both', 'each',
-                                   'which', 'while',
-                                   'when', 'than', 'standard', 'existing', 'its', 'evaluate',
-                                   'expand', 'carries', 'so',
-                                   'reports', 'doubles', 'hurts', 'change', 'idea', 'problem',
-                                   'set', 'graph', 'benchmark',
-                                   'benchmarks', 'perform', 'performs', 'do', 'does', 'not', 'only',
-                                   'into', 'about', 'good', 'better', 'best',
-                                   'any', 'new', 'analyse', 'analyze', 'strong', 'weak', 'same',
-                                   'other', 'more', 'less',
-                                   'most', 'full', 'whole', 'many', 'several', 'some', 'most'}
-
-def _ent_trim_task(phrase: str) -> int:
-    """Characters to drop from the left of a task phrase: keep the head and at most two modifiers
-    right of a function word/verb."""
-    words = phrase.split(' ')
-    keep = 1
-    for w in reversed(words[:-1]):
-        lw = w.lower()
-        if (lw in _ENT_TASK_LEFT_STOP or lw.endswith(('ed', 'ly', 'ing'))
-            or (lw.endswith('s') and not lw.endswith(('ss', 'is', 'us')))):
-            break
-        keep += 1
-    if keep == 1: return len(phrase)   # a bare head ("retrieval") is not a task name
-    return len(phrase) - len(' '.join(words[-keep:]))
-
-def _ent_find_label(text: str, label: str) -> list[tuple[int, int]]:
-    "Whole-word occurrences of `label` in `text` (case-insensitive unless the label has capitals)."
-    flags = 0 if any(c.isupper() for c in label) else re.IGNORECASE
-    return [(m.start(), m.end())
-            for m in re.finditer(rf"(?<![\w\-@]){re.escape(label)}(?![\w@]|-\w)", text, flags)]
-
-def _ent_lexicon_matcher(lexicon: dict):
-    """A function text -> [(start, end, type)] finding every label of `lexicon` (longest match
-    first, whole words)."""
-    parts = []
-    for sensitive in (True, False):
-        labels = sorted((l for l in lexicon if any(c.isupper() for c in l) == sensitive),
-                        key=lambda l: (-len(l), l))
-        if labels:
-            rx = re.compile(r"(?<![\w\-@])(?:" + '|'.join(map(re.escape, labels))
-                            + r")(?![\w@]|-\w)", 0 if sensitive else re.IGNORECASE)
-            types = {l if sensitive else l.lower(): t for l, t in lexicon.items()
-                     if any(c.isupper() for c in l) == sensitive}
-            parts.append((rx, types, sensitive))
-    def find(text: str) -> list:
-        return [(m.start(), m.end(), types[m.group() if sensitive else m.group().lower()])
-                for rx, types, sensitive in parts for m in rx.finditer(text)]
-    return find
-
-def _ent_appositive_type(text: str, end: int) -> str | None:
-    """The type an appositive gives a name: 'Z, a benchmark of …' → Dataset (None without a
-    telling head word)."""
-    m = re.match(r"\s*(?:,|\(|:)\s*(?:a|an|the)\s+((?:[\w\-]+\s+){0,5}?[\w\-]+)",
-                 text[end:end + 80])
-    if not m: return None
-    words = m.group(1).lower().split()
-    for w in words:
-        for heads, t in _ENT_HEADS:
-            if w in heads: return t
-    return None
-
-class PatternExtractor(EntityExtractor):
-    """Scholarly surface patterns: defined acronyms, '<name> dataset', metric and task
-    vocabularies, 'we propose Z', findings, a gazetteer."""
-    name = 'patterns'
-    def __init__(self,
-                 gazetteer: dict | None = None,   # {label: type} of known entities (StructRAG fills it from the KG)
-                 tasks=KNOWN_TASKS, metrics=KNOWN_METRICS,
-                 findings: bool = True,  # extract signalled findings ("we show that …")
-                 propagate: bool = True):               # names found in a paper are also matched everywhere else in it
-        self.gazetteer = {k: canonical_entity_type(v) or v for k, v in (gazetteer or {}).items()}
-        self.lexicon = {**{t: 'Task' for t in tasks}, **{m: 'Metric' for m in metrics},
-                        **self.gazetteer}
-        self.findings, self.propagate = findings, propagate
-
-    def _rule_spans(self, text: str):
-        "(start, end, type) of every rule match in one paragraph."
-        for rname, rx, g, t in _ENT_RULES:
-            if t == 'Finding' and not self.findings: continue
-            for m in rx.finditer(text):
-                a, b = m.span(g)
-                if t == 'Task':
-                    a += _ent_trim_task(text[a:b])
-                    if a >= b: continue
-                    yield a, b, t; continue
-                lead = t != 'Finding' and _ENT_LEAD.match(text[a:b])
-                if lead: a += lead.end()
-                if (t in ('Dataset', 'Tool', 'Method')
-                    and (text[a:b].lower() in _ENT_NOT_NAMES or b - a < 2)):
-                    continue
-                if rname == 'we-propose':
-                    t = _ent_appositive_type(text, b) or type_long_form(text[a:b]) or t
-                yield a, b, t
-                # "results on X, Y and Z": the list shares the type
-                if rname in ('evaluated-on', 'dataset-head'):
-                    pos = b
-                    while (n := _ENT_LIST.match(text, pos)):
-                        yield n.start(1), n.end(1), t; pos = n.end()
-
-    def _first_pass(self, paper):
-        "Rule and definition spans of one paper, and the names they establish ({label: type})."
-        found, names = [], {}   # found: (section, paragraph, start, end, type)
-        for section, para in self.paragraphs(paper):
-            for a, b, c, d in find_acronym_definitions(para.text):
-                t = type_long_form(para.text[a:b])
-                if t is None: continue
-                found += [(section, para, a, b, t), (section, para, c, d, t)]
-                names.setdefault(para.text[c:d], t)
-                names.setdefault(para.text[a:b], t)
-            for a, b, t in self._rule_spans(para.text):
-                found.append((section, para, a, b, t))
-                label = para.text[a:b]
-                if (t not in ('Finding', 'Task', 'Person') and re.search(r'[A-Z0-9]', label)
-                    and len(label) > 2):
-                    names.setdefault(label, t)
-        return found, names
-
-    def fit(self, papers) -> 'PatternExtractor':
-        """Add the names every paper establishes (definitions, rule matches) to the gazetteer, so
-        all papers find them."""
-        votes = defaultdict(Counter)
-        for paper in papers:
-            for label, t in self._first_pass(paper)[1].items(): votes[label][t] += 1
-        for label, c in votes.items(): self.gazetteer.setdefault(label, c.most_common(1)[0][0])
-        self.lexicon.update({k: v for k, v in self.gazetteer.items() if k not in self.lexicon})
-        return self
-
-    def extract(self, paper) -> list:
-        pairs = self.paragraphs(paper)
-        found, names = self._first_pass(paper)
-        if (getattr(self, '_matcher_for', None) is not self.lexicon
-            or len(self.lexicon) != self._matcher_size):
-            self._matcher, self._matcher_for, self._matcher_size = (
-                _ent_lexicon_matcher(self.lexicon),
-                self.lexicon,
-                len(self.lexicon),
-            )
-        local = _ent_lexicon_matcher({k: v for k, v in names.items() if k not in self.lexicon}
-                                     if self.propagate else {})
-        for section, para in pairs:
-            found += [(section, para, a, b, t) for a, b, t in local(para.text)
-                      + self._matcher(para.text)]
-        out, seen = [], set()
-        for section, para, a, b, t in found:
-            m = _ent_mention(paper, section, para, a, b, t, self.name)
-            key = m and (m.section_path, m.paragraph_index, m.start, m.end, m.type)
-            if m and key not in seen:
-                seen.add(key); out.append(m)
-        return sorted(out, key=lambda m: (m.section_path, m.paragraph_index, m.start, m.end))
 
 # %% ../../nbs/01a_entities.ipynb #c9054d5a
 ENTITY_PROMPT = """Extract the scholarly entities mentioned in the paragraph below.
@@ -609,13 +288,13 @@ class LLMExtractor(EntityExtractor):
                 t = canonical_entity_type(item['type'])
                 if t is None:
                     self.stats['bad_type'] += 1; continue
-                spans = _ent_find_label(para.text, item['text'].strip()) or [
+                spans = find_label(para.text, item['text'].strip()) or [
                     (m.start(), m.end())
                     for m in re.finditer(re.escape(item['text'].strip()), para.text, re.IGNORECASE)]
                 if not spans: self.stats['not_in_text'] += 1
                 for a, b in spans:
                     m = ((a, b, t) not in seen
-                         and _ent_mention(paper, section, para, a, b, t, self.name))
+                         and mention_at(paper, section, para, a, b, t, self.name))
                     if m: seen.add((a, b, t)); out.append(m)
         return out
 

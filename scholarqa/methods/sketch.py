@@ -16,7 +16,8 @@ import numpy as np
 from ..files import atomic_write_npy, atomic_write_text, writer_lock
 from ..doc import blake2b_hex, progress
 from ..sentences import load_spacy, split_sentences
-from ..kg.entities import entity_key, type_long_form
+from ..kg.entities import entity_key
+from ..kg.patterns import type_long_form
 from ..kg.vocab import BASE, SQA, SPARQL_PREFIXES, entity_iri, paragraph_iri
 from ..kg.queries import entity_class
 from ..kg.rdf import new_dataset

@@ -21,7 +21,8 @@ from ..kg.queries import add_entities
 from ..kg.rdf import corpus_to_dataset
 from ..kg.queries import kg_select
 from ..kg.vocab import paragraph_iri
-from ..kg.entities import PatternExtractor, entity_key, extract_entities
+from ..kg.patterns import PatternExtractor
+from ..kg.entities import entity_key, extract_entities
 from ..retrieval.base import Chunk, Hit, chunk_index_text
 from ..retrieval.chunk import chunk_corpus
 from ..retrieval.bm25 import BM25Index
@@ -67,7 +68,8 @@ def build_entity_layer(papers,                     # Paper objects (the corpus)
                        progress: bool = False) -> EntityLayer:
     """Extract entities, write them into the RDF document graph, read node → paragraph links back
     with SPARQL."""
-    from scholarqa.kg.entities import PatternExtractor, extract_entities, entity_key
+    from scholarqa.kg.patterns import PatternExtractor
+    from scholarqa.kg.entities import extract_entities, entity_key
     from scholarqa.kg.rdf import corpus_to_dataset
     from scholarqa.kg.queries import add_entities
     from scholarqa.kg.queries import kg_select
