@@ -8,8 +8,8 @@ import pytest
 
 from scholarqa.datasets import find_data_dir, load_dataset, pubmedqa_split, DatasetUnavailable
 from scholarqa.doc import normalise_text
-from scholarqa.retrieval.rerank import (RERANK_HEAD_LR, RERANK_LR, narrativeqa_items, protected_questions, pubmedqa_items,
-                                        qasper_items, select_training)
+from scholarqa.retrieval.rerank import RERANK_HEAD_LR, RERANK_LR
+from scholarqa.retrieval.rerank_data import narrativeqa_items, protected_questions, pubmedqa_items, qasper_items, select_training
 
 DATA = find_data_dir()
 needs = lambda *names: pytest.mark.skipif(DATA is None or not all((DATA / n).exists() for n in names),

@@ -164,6 +164,7 @@ def _rate_or_same(v: str):
 
 def _rerank_train_cmd(args) -> int:
     rr = need('scholarqa.retrieval.rerank', 'index,embed,train', 'rerank train')
+    rd = need('scholarqa.retrieval.rerank_data', 'index,embed,train', 'rerank train')
     from scholarqa.retrieval.dense import Encoder
     if min(args.cap, args.pseudo, args.epochs, args.max_length or 1) < 1:
         print('scholarqa rerank train: --cap, --pseudo, --epochs and --max-length must be at least '
@@ -180,7 +181,7 @@ def _rerank_train_cmd(args) -> int:
         if papers is None: print(err, file=sys.stderr); return 2
     out = Path(args.out) if args.out else rr.default_reranker_dir()
     try:
-        ex, card = rr.default_training_examples(Encoder(progress=False), papers,
+        ex, card = rd.default_training_examples(Encoder(progress=False), papers,
                                                 data_dir=args.data_dir, cap=args.cap,
                                                 n_pseudo=args.pseudo, seed=args.seed, progress=True)
         rec = rr.train_reranker(ex, out, epochs=args.epochs, seed=args.seed, progress=True, **kw)
