@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip('torch_geometric')
 from scholarqa.generate.base import ScriptedBackend
 from scholarqa.protocol import MethodOptionError, ask, open_method, train_method
-from scholarqa.methods.cgrag import (build_chunk_graph, candidate_subgraph, fusion_scores, new_lesegr, query_delta,
-                                     with_self_loops)
+from scholarqa.kg.chunk_graph import build_chunk_graph
+from scholarqa.methods.cgrag import candidate_subgraph, fusion_scores, new_lesegr, query_delta, with_self_loops
 from scholarqa.retrieval.base import Chunk
 
 SQ = str(Path(sys.executable).parent / 'scholarqa')
