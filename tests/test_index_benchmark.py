@@ -12,7 +12,8 @@ from scholarqa.retrieval.dense import DenseRetriever, Encoder, SentenceWindowRet
 from scholarqa.retrieval.fusion import HybridRetriever, fuse_runs
 from scholarqa.retrieval.chunk import chunk_corpus
 from scholarqa.eval.questions import load_eval_questions, question_qrels, chunk_qrels, run_retrievers, retrieval_table, hit_curve, all_found_at_k, demo_eval_questions, pubmedqa_retrieval_task
-from scholarqa.retrieval.store import recommended_hybrid, RECOMMENDED_HYBRID, speed_table
+from scholarqa.retrieval.store import recommended_hybrid, RECOMMENDED_HYBRID
+from scholarqa.retrieval.speed import speed_table
 
 QUESTIONS = Path(__file__).resolve().parents[1] / 'data' / 'eval' / 'unarxive_questions.jsonl'
 

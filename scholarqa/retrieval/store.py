@@ -5,35 +5,30 @@
 # %% ../../nbs/02g_store.ipynb #5d16c040
 from __future__ import annotations
 import inspect, json, os, shutil, tempfile, time, warnings
-from pathlib import Path
-
 import numpy as np
 from fastcore.basics import patch
-
-from ..measure import time_calls
-from ..files import (
-    atomic_write_json, atomic_write_npy, atomic_write_text, writer_lock, writes)
+from pathlib import Path
 from ..doc import corpus_hash
+from ..files import atomic_write_json, atomic_write_npy, writer_lock, writes
 from ..ingest import Corpus
-from .base import (RETRIEVERS, Chunk, Retriever, chunk_index_text,
-                                      chunk_source_id, read_chunks,
-                                      register_retriever, write_chunks)
-from .chunk import chunk_corpus
+from .base import (
+    Chunk, chunk_index_text, chunk_source_id, read_chunks, register_retriever, Retriever,
+    RETRIEVERS, write_chunks)
 from .bm25 import BM25Index
+from .chunk import chunk_corpus
+from scholarqa.retrieval.dense import (
+    chunk_int_id, default_embedding_model, DenseRetriever, Encoder, model_identity, onnx_available,
+    SentenceWindowRetriever)
 from .fusion import HybridRetriever
-from .dense import (
-    DenseRetriever, Encoder, SentenceWindowRetriever, chunk_int_id, default_embedding_model,
-    model_identity, onnx_available)
-from .vector_index import VectorIndex, ann_recall
 from .query_encoder import (
-    OnnxQueryEncoder, cached_query_encoder_dir, export_query_encoder)
+    cached_query_encoder_dir, export_query_encoder, OnnxQueryEncoder)
 from .splade import SpladeEncoder, SpladeRetriever
+from .vector_index import VectorIndex
 
 # %% auto #0
 __all__ = ['INDEX_META', 'INDEX_VERSION', 'QUERY_ENCODER_DIR', 'STATE_PREFIX', 'DEFAULT_CHUNKER_OPTS', 'STORE_HYBRID',
-           'FIXED_SIZE', 'RECOMMENDED_HYBRID', 'SPEED_TIMING_COLUMNS', 'state_dir', 'IndexStore', 'copy_query_encoder',
-           'build_index', 'dense_over', 'indexing_throughput', 'recommended_hybrid', 'speed_corpus', 'speed_retrievers',
-           'latency_rows', 'speed_table']
+           'FIXED_SIZE', 'RECOMMENDED_HYBRID', 'state_dir', 'IndexStore', 'copy_query_encoder', 'build_index',
+           'dense_over', 'recommended_hybrid']
 
 # %% ../../nbs/02g_store.ipynb #ada0da3c
 INDEX_META = 'meta.json'
@@ -524,41 +519,6 @@ def _fixed_retriever(s: IndexStore, papers=None):
         s._fixed = (key, dense_over(*s.fixed_chunks(papers), s.encoder, 'fixed'))
     return s._fixed[1]
 
-# %% ../../nbs/02g_store.ipynb #32e50719
-def indexing_throughput(papers, chunker: str = 'paragraph', model=None,
-                        encoder: Encoder | None = None,
-                        out_dir=None, chunker_opts: dict | None = None) -> dict:
-    """Chunks/s of end-to-end `build_index` vs the bare encoder on the same chunk texts, a
-    no-change re-run, and the query encoder's export."""
-    import shutil, tempfile
-    papers = list(papers)
-    enc = encoder or Encoder(model, progress=False)
-    # what build_index indexes: the same texts for both
-    if chunker_opts is None: chunker_opts = dict(DEFAULT_CHUNKER_OPTS)
-    texts = [chunk_index_text(c)
-             for c in chunk_corpus(papers, chunker, tokenizer=enc.tokenizer, **chunker_opts)]
-    enc.encode(texts[:enc.batch_size], use_cache=False)                    # warm-up
-    t0 = time.perf_counter(); enc.encode(texts, use_cache=False); raw = time.perf_counter() - t0
-    root = Path(out_dir or tempfile.mkdtemp()); out = root / 'throughput_index'
-    if out.exists(): shutil.rmtree(out)
-    fresh = Encoder(enc.st, batch_size=enc.batch_size, backend=enc.backend,
-                    cache_dir=out / 'embeddings', progress=False)
-    build = lambda: build_index(papers, out, chunker, encoder=fresh, chunker_opts=chunker_opts,
-                                query_encoder=False)
-    t0 = time.perf_counter(); store = build(); full = time.perf_counter() - t0
-    t0 = time.perf_counter(); build(); again = time.perf_counter() - t0
-    res = {'papers': len(papers), 'chunks': len(store), 'encoder_s': raw,
-           'encoder_chunks_per_s': len(texts) / raw,
-           'index_s': full, 'index_chunks_per_s': len(store) / full, 'ratio': raw / full,
-           'rerun_s': again}
-    # the query encoder is written once per index: timed on its own, not spread over the chunks
-    if onnx_available():
-        t0 = time.perf_counter()
-        export_query_encoder(fresh, root / 'query_encoder')
-        res['query_encoder_export_s'] = time.perf_counter() - t0
-    if out_dir is None: shutil.rmtree(root, ignore_errors=True)
-    return res
-
 # %% ../../nbs/02g_store.ipynb #3eb8c897
 RECOMMENDED_HYBRID = dict(method='score', norm='minmax',  # fusion rule and score normalisation
                           # None = equal weights for [bm25, dense(, sentence windows)]
@@ -581,80 +541,3 @@ def recommended_hybrid(chunks, encoder: Encoder, **overrides) -> HybridRetriever
                         rrf_k=cfg['rrf_k'], norm=cfg['norm'])
     h.name = 'hybrid+'
     return h
-
-# %% ../../nbs/02g_store.ipynb #642fa5d0
-def speed_corpus(texts, vecs, n: int, seed: int = 0,
-                 noise: float = 0.05) -> tuple[list, np.ndarray, bool]:
-    """n chunks drawn from real texts with their vectors; beyond the pool, resampled vectors +
-    Gaussian noise (returns real=False)."""
-    rng = np.random.default_rng(seed)
-    texts, vecs = list(texts), np.asarray(vecs, np.float32)             # vecs: (n_pool, dim)
-    real = n <= len(texts)
-    pick = rng.choice(len(texts), n, replace=not real)
-    V = vecs[pick].copy()                                              # (n, dim)
-    if not real:
-        V += noise * rng.standard_normal(V.shape).astype(np.float32)
-        V /= np.linalg.norm(V, axis=1, keepdims=True)
-    return ([Chunk(f'speed-{n}-{j}', texts[i], f'speed-{i}', '1', [], 0, 0)
-             for j, i in enumerate(pick)], V, real)
-
-def speed_retrievers(chunks, V, query_encoder) -> tuple[dict, dict]:
-    """BM25, dense (flat FAISS, vectors given), the store's hybrid and RRF over `chunks`; and
-    each one's build seconds and memory (MB)."""
-    import psutil
-    proc = psutil.Process()
-    rss0 = proc.memory_info().rss; t0 = time.perf_counter()
-    bm = BM25Index(chunks); t_bm = time.perf_counter() - t0; rss1 = proc.memory_info().rss
-    vi = VectorIndex(query_encoder.dim); t0 = time.perf_counter()
-    vi.add([chunk_int_id(c.id) for c in chunks], V)
-    t_vi = time.perf_counter() - t0
-    rss2 = proc.memory_info().rss
-    # every vector is already in the index: only queries are encoded
-    de = DenseRetriever(chunks, query_encoder, index=vi)
-    rets = {'bm25': bm, 'dense': de, 'hybrid': HybridRetriever([bm, de], **STORE_HYBRID),
-            'rrf': HybridRetriever([bm, de], method='rrf', rrf_k=60, depth=100)}
-    mb = lambda b: round(b / 2**20, 3)
-    cost = {'bm25': (t_bm, mb(rss1 - rss0)), 'dense': (t_vi, mb(rss2 - rss1)),
-            'hybrid': (t_bm + t_vi, mb(rss2 - rss0)),
-            'rrf': (t_bm + t_vi, mb(rss2 - rss0))}
-    return rets, cost
-
-def latency_rows(retrievers: dict, queries, k: int = 10, warmup: int = 3, **labels) -> list[dict]:
-    """One row per retriever: `labels`, then `time_calls` of a single query (n, p50/p95 ms,
-    others' load, threads)."""
-    return [{**labels, 'retriever': name,
-             **time_calls(lambda q: r.retrieve(q, k), list(queries), warmup=warmup)}
-            for name, r in retrievers.items()]
-
-def speed_table(texts, vecs, queries, query_encoder, sizes=(1000,), seed: int = 0, k: int = 10,
-                noise: float = 0.05) -> tuple['pd.DataFrame', 'pd.DataFrame']:
-    """Build cost and single-query latency of BM25, dense, hybrid and RRF on corpora of `sizes`
-    chunks, plus ANN recall and speed."""
-    import pandas as pd
-    rows, ann, qs = [], [], list(queries)
-    for n in sizes:
-        chunks, V, real = speed_corpus(texts, vecs, n, seed, noise)
-        rets, cost = speed_retrievers(chunks, V, query_encoder)
-        for r in latency_rows(rets, qs, k, chunks=n, vectors='real' if real else 'synthetic'):
-            rows.append({**r, 'build_s': round(cost[r['retriever']][0], 4),
-                         'index_rss_mb': cost[r['retriever']][1]})
-        Q = query_encoder.encode(qs, use_cache=False)                      # (n_q, dim)
-        flat = rets['dense'].index
-        for kind in ('ivf', 'hnsw'):
-            ax = VectorIndex(query_encoder.dim, kind)
-            t0 = time.perf_counter()
-            ax.add([chunk_int_id(c.id) for c in chunks], V)
-            build = time.perf_counter() - t0
-            ann.append({'chunks': n, 'vectors': 'real' if real else 'synthetic', 'index': kind,
-                        f'recall@{k}': ann_recall(flat, ax, Q, k),
-                        'build_s': round(build, 4),
-                        'search_ms_p50': time_calls(lambda q: ax.search(q[None], k),
-                                                    list(Q))['p50_ms'],
-                        'flat_search_ms_p50': time_calls(lambda q: flat.search(q[None], k),
-                                                         list(Q))['p50_ms']})
-    return pd.DataFrame(rows), pd.DataFrame(ann)
-
-SPEED_TIMING_COLUMNS = ['p50_ms', 'p95_ms', 'mean_ms', 'other_cores', 'alone', 'load_before',
-                        'build_s', 'index_rss_mb',
-                        # what `RunRecord.table(..., timing=)` declares for these tables
-                        'search_ms_p50', 'flat_search_ms_p50']
