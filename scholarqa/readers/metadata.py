@@ -12,7 +12,7 @@ from ..sentences import finalize_paper
 from ..files import (
     IngestError, MAX_FILE_BYTES, RecordError, iter_jsonl, read_bytes, read_json, read_text)
 from .base import register_reader
-from .fulltext import _year
+from .fulltext import parse_year
 
 # %% auto #0
 __all__ = ['DBLP_FIXTURE', 'CORA_FILES', 'pubmedqa_paper', 'read_pubmedqa', 'split_contexts', 'read_pubmedqa_artificial',
@@ -39,7 +39,7 @@ def pubmedqa_paper(pmid: str, rec: dict) -> Paper:
             'reasoning_required_pred': rec.get('reasoning_required_pred'),
             'reasoning_free_pred': rec.get('reasoning_free_pred'), 'mesh': mesh,
             'title_is_placeholder': True}
-    return Paper(f'PMID {pmid}', sections=sections, year=_year(rec.get('YEAR')),
+    return Paper(f'PMID {pmid}', sections=sections, year=parse_year(rec.get('YEAR')),
                  keywords=list(mesh),
                  source_ids={'pmid': str(pmid)}, metadata=meta, source={'record': str(pmid)})
 
@@ -228,7 +228,7 @@ def openalex_paper(work: dict) -> Paper:
     return Paper(title,
                  sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])]
                  if abstract else [],
-                 authors=authors, venue=venue, year=_year(work.get('publication_year')),
+                 authors=authors, venue=venue, year=parse_year(work.get('publication_year')),
                  keywords=keywords,
                  source_ids=source_ids, metadata=meta, source={'record': wid},
                  references=[Reference(_oa_short(r), ids={'openalex': _oa_short(r)})
@@ -323,7 +323,7 @@ def read_aan(path, splitter: str | None = None, max_bytes: int = MAX_FILE_BYTES,
         meta = {'encodings': sorted(encs)}
         if raw_changed: meta['raw'] = raw_changed
         paper = Paper(fields['title'], authors=authors, venue=fields.get('venue', ''),
-                      year=_year(fields.get('year')),
+                      year=parse_year(fields.get('year')),
                       source_ids={'acl': rid}, metadata=meta, source={'record': rid})
         yield finalize_paper(paper, splitter)
 
@@ -357,7 +357,8 @@ def dblp_paper(rec: dict) -> Paper:
     return Paper(title,
                  sections=[Section('Abstract', path='0', paragraphs=[Paragraph(abstract, 0)])]
                  if abstract else [],
-                 authors=authors, venue=_dblp_venue(rec.get('venue')), year=_year(rec.get('year')),
+                 authors=authors, venue=_dblp_venue(rec.get('venue')),
+                 year=parse_year(rec.get('year')),
                  keywords=_dedupe(str(k) for k in rec.get('keywords') or []), source_ids=source_ids,
                  metadata=meta,
                  source={'record': pid},
