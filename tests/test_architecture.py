@@ -296,3 +296,9 @@ def test_one_score_answer():
     assert set(_functions('score_answer')) == {('eval.harness', 'score_answer')}
     assert set(_functions('value_scores')) == {('eval.metrics', 'value_scores')}
     assert _calls(_functions('score_answer')[('eval.harness', 'score_answer')], 'value_scores')
+
+def test_package_lines_fit_100_columns():
+    "At most 3 % of the package's lines are over 100 characters (nbdev's generated index aside)."
+    lines = [l for n, p in modules().items() for l in p.read_text(encoding='utf-8').splitlines()]
+    long = [l for l in lines if len(l) > 100]
+    assert len(long) <= 0.03 * len(lines), f'{len(long)} of {len(lines)} lines over 100 characters'

@@ -4,7 +4,8 @@
 
 # %% ../../nbs/08g_planner.ipynb #ec00c02e
 from __future__ import annotations
-import numpy as np, re
+import re
+import numpy as np
 from dataclasses import dataclass, field, replace
 from .answers import (
     answers_fit, constraints, expected_answer, intent_accounts, masked, unaccounted)

@@ -9,13 +9,14 @@ import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 from .task import AQAQuery, AQATask
-from ..doc import blake2b_hex, bundled_minilm_path, progress as show_progress
-from ..files import replace_dir, writes
+from ..doc import (
+    blake2b_hex, bundled_minilm_path, progress as show_progress, quiet_model_loading,
+    trainer_progress)
 from ..eval.metrics import evaluate_run
+from ..files import replace_dir, writes
 from ..retrieval.base import Chunk
 from ..retrieval.bm25 import BM25Index
-from ..retrieval.dense import model_identity, quiet_model_loading
-from ..doc import trainer_progress
+from ..retrieval.dense import model_identity
 
 # %% auto #0
 __all__ = ['MEMO_MAX', 'paper_chunks', 'top_ids', 'BM25Channel', 'DenseChannel', 'bm25_hard_negatives', 'training_pairs',

@@ -9,8 +9,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..datasets import Dataset, DatasetUnavailable, load_dataset, resolved_citation_edges
-from ..files import atomic_write_json
 from ..doc import blake2b_hex, iter_paragraphs, normalise_text
+from ..files import atomic_write_json
 
 # %% auto #0
 __all__ = ['SPLITS', 'AQAQuery', 'AQATask', 'paper_question', 'aqa_from_citation_graph', 'check_leak_free', 'graph_hash',

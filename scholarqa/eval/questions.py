@@ -7,8 +7,7 @@ from __future__ import annotations
 import json, random, re
 import numpy as np
 import pandas as pd
-from pathlib import Path
-from ..doc import iter_paragraphs, normalise_text, Paper
+from ..doc import normalise_text, Paper
 from .metrics import evaluate_run, hit_at_k, recall_at_k
 from ..generate.base import GenParams, Message
 from ..measure import CI_BELOW, ci_text

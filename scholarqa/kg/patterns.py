@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from .entities import (
-    mention_at, ENTITY_STOPWORDS, canonical_entity_type, EntityExtractor, find_acronym_definitions)
+    canonical_entity_type, ENTITY_STOPWORDS, EntityExtractor, find_acronym_definitions, mention_at)
 
 # %% auto #0
 __all__ = ['KNOWN_TASKS', 'KNOWN_METRICS', 'type_long_form', 'PatternExtractor']

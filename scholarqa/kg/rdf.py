@@ -13,9 +13,9 @@ from rdflib import BNode, Dataset as RDFDataset, Graph, Literal, URIRef
 from rdflib.compare import isomorphic
 from rdflib.namespace import DCTERMS, FOAF, PROV, RDF, XSD
 from rdflib.plugins.stores.sparqlstore import SPARQLStore
-from ..files import atomic_write_bytes
 from ..doc import (
     iter_paragraphs, iter_sections, normalise_text, Paper, progress as show_progress)
+from ..files import atomic_write_bytes
 from ..ingest import Corpus, load_manifest, PARSER_VERSION
 from .server import sparql_endpoints, SparqlServerStore, with_values
 from .vocab import (

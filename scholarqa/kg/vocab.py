@@ -8,8 +8,8 @@ import re, urllib.parse
 from pathlib import Path
 from rdflib import Graph, Namespace, URIRef
 from rdflib.namespace import DCTERMS, FOAF, OWL, PROV, RDF, RDFS, SDO, SKOS, XSD
-from ..files import atomic_write_text
 from ..doc import Author, blake2b_hex, normalise_text
+from ..files import atomic_write_text
 
 # %% auto #0
 __all__ = ['BASE', 'SQA', 'DOCO', 'DEO', 'FABIO', 'CITO', 'C4O', 'BIRO', 'PO', 'KG_PREFIXES', 'SPARQL_PREFIXES', 'KG_VERSION',

@@ -10,16 +10,16 @@ import json, os, shutil, sys, time
 import numpy as np
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from ..aqa.task import AQAQuery, AQATask, check_leak_free, graph_hash, load_aqa_task
-from ..files import atomic_write_json, replace_dir, settled, writes
-from ..doc import blake2b_hex, bundled_minilm_path
-from ..eval.metrics import evaluate_run
-from ..generate.answer import Answer, Evidence, EvidenceItem
-from ..protocol import check_options, MethodOptionError, register_method
-from ..retrieval.base import Chunk, Hit, register_retriever, Retriever
 from ..aqa.channels import (
     BM25Channel, DenseChannel, fine_tune_dense, graph_channel_net, GraphChannelData, paper_chunks,
     top_ids, train_graph_channel, training_pairs, undirected_edge_index)
+from ..aqa.task import AQAQuery, AQATask, check_leak_free, graph_hash, load_aqa_task
+from ..doc import blake2b_hex, bundled_minilm_path
+from ..eval.metrics import evaluate_run
+from ..files import atomic_write_json, replace_dir, settled, writes
+from ..generate.answer import Answer, Evidence, EvidenceItem
+from ..protocol import check_options, MethodOptionError, register_method
+from ..retrieval.base import Chunk, Hit, register_retriever, Retriever
 from ..retrieval.dense import model_identity
 from ..retrieval.fusion import reciprocal_rank_fusion, score_fusion
 

@@ -5,12 +5,11 @@
 # %% ../../nbs/00ca_long_documents.ipynb #be4c0364
 from __future__ import annotations
 import re
-from html.parser import HTMLParser
 from ..doc import Author, Paper, Paragraph, Section
 from ..files import iter_jsonl, MAX_FILE_BYTES, RecordError
 from .base import register_reader
 from .fulltext import (
-    clean_text, jsonl_records, open_section, parse_year, NO_HEADING)
+    clean_text, jsonl_records, NO_HEADING, open_section, parse_year)
 from ..sentences import finalize_paper
 from typing import Iterator
 

@@ -8,13 +8,13 @@ import hashlib, importlib.util, io, json, os, sys, time
 import numpy as np
 from fastcore.basics import patch
 from pathlib import Path
-from ..files import atomic_write_bytes, atomic_write_json, settled
 from ..doc import (
     blake2b_hex, bundled_minilm_path, progress, quiet_model_loading, TokenCounter, user_cache_dir)
-from ..sentences import split_sentences
+from ..files import atomic_write_bytes, atomic_write_json, settled
 from ..measure import kernel_settings, QUERY_BATCH, query_threads
 from .base import Chunk, chunk_index_text, Hit, Retriever
 from .vector_index import VectorIndex
+from ..sentences import split_sentences
 
 # %% auto #0
 __all__ = ['ICT_RECORD', 'ENCODE_CACHE_ENV', 'SHARED_MIN', 'default_embedding_model', 'model_identity', 'default_cache_dir',

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json, math, os, shutil, time
 import numpy as np
 from pathlib import Path
-from ..doc import blake2b_hex, bundled_minilm_path, trainer_progress
+from ..doc import blake2b_hex, bundled_minilm_path, quiet_model_loading, trainer_progress
 from ..files import atomic_write_json, replace_dir, settled, writes
 from .base import chunk_index_text, Hit, Retriever
 from .dense import (
-    default_cache_dir, export_module_onnx, model_identity, quantize_onnx, quiet_model_loading)
+    default_cache_dir, export_module_onnx, model_identity, quantize_onnx)
 from .fusion import minmax
 from .query_encoder import onnx_feed, onnx_session
 
